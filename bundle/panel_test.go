@@ -3,8 +3,10 @@ package bundle
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -182,5 +184,64 @@ func (h *harness) handGrant(run string, need runner.ApprovalNeed, actor string) 
 		Capability: by.Capability, Body: tell, Digest: digest, Proof: proof, Grant: &grant}
 	if err := h.st.Submit(h.ctx, in); err != nil {
 		h.t.Fatal(err)
+	}
+}
+
+// People approving at the same instant are each checked against the
+// others' approvals: a request that one grant answers stores one grant,
+// a panel of two of treasury and one of legal stores two of treasury and
+// one of legal, and every other person is told the request does not wait
+// for them; the run ignores nothing and pays once.
+func TestApprovalsAtTheSameInstant(t *testing.T) {
+	const groups = `"approver": "finance-lead", "groups": {"treasury": ["carol", "dave", "frank"], "legal": ["erin", "gina"]},
+	"panels": {"board": ["treasury", "legal", "treasury"]},`
+	everyone := []string{"carol", "dave", "erin", "frank", "gina"}
+	treasury := []string{"carol", "dave", "frank"}
+	for _, c := range []struct {
+		name, rule string
+		people     []string
+		stored     func(by []string) bool
+	}{
+		{"a group", treasuryRule, treasury, func(by []string) bool { return len(by) == 1 }},
+		{"a panel", boardRule, everyone, func(by []string) bool {
+			inTreasury := slices.DeleteFunc(slices.Clone(by), func(p string) bool { return !slices.Contains(treasury, p) })
+			return len(by) == 3 && len(inTreasury) == 2
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			wf, ads := policyBundleWithGates(t, groups, c.rule)
+			h := newHarnessWith(t, wf, ads)
+			for round := range 4 {
+				run := fmt.Sprintf("refund-at-once-%d", round)
+				h.start(run, refund(fmt.Sprintf("r-72%02d", round), 3000, "zoe", "damaged"))
+				w := h.status(run).Waiting[0]
+				errs := make([]error, len(c.people))
+				var wg sync.WaitGroup
+				for i, p := range c.people {
+					wg.Go(func() { errs[i] = h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor(p), 10*time.Minute) })
+				}
+				wg.Wait()
+				var by []string
+				for i, err := range errs {
+					var nw *runner.NotWaitingError
+					switch {
+					case err == nil:
+						by = append(by, c.people[i])
+					case !errors.As(err, &nw):
+						t.Fatalf("%s: %v", c.people[i], err)
+					}
+				}
+				slices.Sort(by)
+				if !c.stored(by) {
+					t.Fatalf("round %d: approvals taken from %v", round, by)
+				}
+				h.idle()
+				h.paid(run)
+				h.consumedFrom(run, by...)
+				if tr := h.trace(run, "approval_ignored"); len(tr) != 0 {
+					t.Fatalf("round %d: the run ignored %v", round, tr)
+				}
+			}
+		})
 	}
 }

@@ -259,20 +259,33 @@ func (c *statusCache) put(runID string, d derived) {
 // that has ended (EndedError) or a request the run does not wait on
 // (NotWaitingError) is refused before the grant is stored.
 func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration) error {
-	grant, err := r.approvable(ctx, runID, requestID, by, ttl)
-	if err != nil {
-		return err
+	for tries := 1; ; tries++ {
+		grant, seen, err := r.approvable(ctx, runID, requestID, by, ttl)
+		if err != nil {
+			return err
+		}
+		// The grant is recorded with the entry that hands it to the run,
+		// in one write: a run that ended or was parked meanwhile refuses
+		// both, and no grant stays behind without the act that made it.
+		// The write holds to the approvals the checks saw: another
+		// person's approving at the same instant refuses it, and the
+		// checks, run again, see that approval (one that leaves this one
+		// nothing to add refuses it then, and the person is told why).
+		in, err := r.inbound(runID, KindApprove, by, map[string]any{"approval_id": grant.ID})
+		if err != nil {
+			return err
+		}
+		in.Grant, in.Seen = &grant, seen
+		err = r.submitInbound(ctx, in)
+		if store.CodeOf(err) != store.CodeHeadMismatch || tries == approveTries {
+			return err
+		}
 	}
-	// The grant is recorded with the entry that hands it to the run, in
-	// one write: a run that ended or was parked meanwhile refuses both,
-	// and no grant stays behind without the act that made it.
-	in, err := r.inbound(runID, KindApprove, by, map[string]any{"approval_id": grant.ID})
-	if err != nil {
-		return err
-	}
-	in.Grant = &grant
-	return r.submitInbound(ctx, in)
 }
+
+// approveTries bounds how often Approve checks again after another
+// approval was handed to the run while it checked.
+const approveTries = 5
 
 // ApproverActor is name as a person approving: the role and capability the
 // run FSM expects of a grant.
@@ -314,23 +327,40 @@ func (r *Runner) Awaiting(ctx context.Context, runID string, by *Actor) ([]Await
 // separated, …). It writes nothing: an approver's inbox asks it of every
 // request it lists.
 func (r *Runner) MayApprove(ctx context.Context, runID, requestID string, by Actor) error {
-	_, err := r.approvable(ctx, runID, requestID, by, time.Minute)
+	_, _, err := r.approvable(ctx, runID, requestID, by, time.Minute)
 	return err
 }
 
 // approvable runs Approve's checks and returns the grant Approve would
-// store, expiring after ttl.
-func (r *Runner) approvable(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration) (store.Approval, error) {
+// store, expiring after ttl, with the approvals handed to the run and not
+// yet taken that the checks saw.
+func (r *Runner) approvable(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration) (store.Approval, *store.PendingSeen, error) {
+	// The pending entries are read before the run: a grant the run takes
+	// in between is then seen twice (once taken, once pending), counted
+	// once, rather than not at all.
+	inbox, err := r.cfg.Store.Inbox(ctx, runID, true)
+	if err != nil {
+		return store.Approval{}, nil, err
+	}
+	seen := &store.PendingSeen{}
+	for _, in := range inbox {
+		if in.Kind == KindApprove {
+			seen.IDs = append(seen.IDs, in.ID)
+		}
+	}
+	grant, err := r.checkApproval(ctx, runID, requestID, by, ttl, inbox)
+	return grant, seen, err
+}
+
+// checkApproval is approvable's checks, over inbox, the run's pending
+// entries.
+func (r *Runner) checkApproval(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration, inbox []store.Inbound) (store.Approval, error) {
 	wf, need, err := r.waitingApproval(ctx, runID, requestID)
 	if err != nil {
 		return store.Approval{}, err
 	}
 	// A person's EXIT handed in before the grant ended deliberation: the
 	// run would refuse the grant (see waitApproval), so it is refused now.
-	inbox, err := r.cfg.Store.Inbox(ctx, runID, true)
-	if err != nil {
-		return store.Approval{}, err
-	}
 	if ex, ok := exitBefore(inbox, math.MaxInt64); ok {
 		return store.Approval{}, &NotWaitingError{RunID: runID, What: exitRefusal(requestID, ex)}
 	}

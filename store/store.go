@@ -288,6 +288,28 @@ type Inbound struct {
 	// Submitting the same entry again records nothing. A tick's or a new
 	// run's entries carry none, and a store never returns one.
 	Grant *Approval
+	// Seen, with Submit only, guards an entry decided on what the writer
+	// read of the run's pending entries of the entry's kind: the store
+	// refuses it (CodeHeadMismatch), writing nothing, when the run holds
+	// a pending entry of that kind the writer did not see, one submitted
+	// since. Two people approving at the same instant: the second is
+	// refused, reads again, and is told that the first's grant stands.
+	// Entries consumed meanwhile do not count; nil guards nothing.
+	Seen *PendingSeen
+}
+
+// PendingSeen is what a writer read of a run's pending inbox entries of
+// one kind: their ids (Inbound.Seen).
+type PendingSeen struct {
+	IDs []string
+}
+
+// Clone is a copy of p sharing nothing with it; nil stays nil.
+func (p *PendingSeen) Clone() *PendingSeen {
+	if p == nil {
+		return nil
+	}
+	return &PendingSeen{IDs: slices.Clone(p.IDs)}
 }
 
 // TraceRecord is an append-only observation, never authoritative.
@@ -399,6 +421,7 @@ func CloneTick(t Tick) Tick {
 	for i := range c.Submit {
 		c.Submit[i].Body = bytes.Clone(c.Submit[i].Body)
 		c.Submit[i].Grant = c.Submit[i].Grant.Clone(bytes.Clone) // refused in a tick, but never shared
+		c.Submit[i].Seen = c.Submit[i].Seen.Clone()
 	}
 	c.Trace = slices.Clone(t.Trace)
 	for i := range c.Trace {

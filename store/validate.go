@@ -1,5 +1,7 @@
 package store
 
+import "slices"
+
 // ValidateTick checks everything about a tick that needs no database: digests
 // match their bytes (hashed, unless a record carries ProveDigest's proof of
 // its own), required fields are present, every approval an intent
@@ -92,8 +94,8 @@ func ValidateTick(runID string, t Tick) error {
 		if !digestHolds(in.Proof, in.Body, in.Digest) {
 			return bad("submitted inbound %s digest does not match its body", in.ID)
 		}
-		if in.Grant != nil {
-			return bad("submitted inbound %s carries a grant: grants ride with Submit only", in.ID)
+		if in.Grant != nil || in.Seen != nil {
+			return bad("submitted inbound %s carries a grant or a guard: they ride with Submit only", in.ID)
 		}
 		if submitted[in.ID] {
 			return bad("inbound %s is submitted twice", in.ID)
@@ -162,6 +164,9 @@ func ValidateInbound(op string, in Inbound) error {
 	if !digestHolds(in.Proof, in.Body, in.Digest) {
 		return Errorf(CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
 	}
+	if g := in.Seen; g != nil && slices.Contains(g.IDs, "") {
+		return Errorf(CodeInvalidInput, op, in.RunID, nil, "inbound %s names an entry without an id among those seen", in.ID)
+	}
 	if g := in.Grant; g != nil {
 		if g.RunID != in.RunID {
 			return Errorf(CodeInvalidInput, op, in.RunID, nil, "inbound %s carries a grant for run %q", in.ID, g.RunID)
@@ -201,8 +206,8 @@ func ValidateNewRun(run Run, first []Inbound) error {
 		if in.RunID != run.ID {
 			return Errorf(CodeInvalidInput, op, run.ID, nil, "inbound %s names run %q", in.ID, in.RunID)
 		}
-		if in.Grant != nil {
-			return Errorf(CodeInvalidInput, op, run.ID, nil, "inbound %s carries a grant: grants ride with Submit only", in.ID)
+		if in.Grant != nil || in.Seen != nil {
+			return Errorf(CodeInvalidInput, op, run.ID, nil, "inbound %s carries a grant or a guard: they ride with Submit only", in.ID)
 		}
 		if seen[in.ID] {
 			return Errorf(CodeInvalidInput, op, run.ID, nil, "inbound %s given twice", in.ID)

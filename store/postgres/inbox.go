@@ -32,9 +32,14 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	// folded into its one statement compares the count on the row it
 	// locked with its snapshot's (see fenceChecksInbox).
 	var found, pending int64
-	var outcome, quarantine *string
+	var outcome, quarantine, unseen *string
 	var same *bool // an entry with the id: whether it is this one
-	q, args := submitEntrySQL, []any{in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.channel(), s.injected()}
+	var seen []string
+	if in.Seen != nil {
+		seen = in.Seen.IDs
+	}
+	q, args := submitEntrySQL, []any{in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.channel(), s.injected(),
+		in.Seen != nil, seen}
 	if a := in.Grant; a != nil {
 		// The grant is written only with the entry: the data-modifying
 		// CTE inserts one row for each row ins returned.
@@ -43,7 +48,7 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	}
 	err := s.write(ctx, op, in.RunID, func(tx *wtx) error {
 		tx.Queue(q, args...).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&found, &outcome, &quarantine, &same, &pending) })
+			QueryRow(func(row pgx.Row) error { return row.Scan(&found, &outcome, &quarantine, &same, &unseen, &pending) })
 		err := tx.commit(ctx)
 		if c := pgConstraint(err); isDuplicate(err) && (c == "inbox_pkey" || c == "inbox_inbound_id") {
 			return errRetryInbox
@@ -67,6 +72,9 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 			return err // the statement appended nothing: see submitEntryHead
 		}
 	}
+	if unseen != nil {
+		return store.Errorf(store.CodeHeadMismatch, op, in.RunID, nil, "%s entry %s was submitted since the run's inbox was read", in.Kind, *unseen)
+	}
 	if pending != 1 {
 		return store.Errorf(store.CodeUnavailable, op, in.RunID, nil, "inbound %s was not appended", in.ID)
 	}
@@ -80,17 +88,20 @@ const (
 c AS MATERIALIZED (SELECT r.run_id, r.outcome, r.quarantine, COALESCE($10::bigint, ` + nowNanos + `) AS now FROM r),
 prior AS MATERIALIZED (SELECT digest = $8 AND kind = $3 AND actor_role = $4 AND actor = $5 AND capability = $6 AS same
 	FROM inbox WHERE run_id = $1 AND inbound_id = $2),
+unseen AS MATERIALIZED (SELECT inbound_id FROM inbox WHERE $11::boolean AND run_id = $1 AND kind = $3 AND NOT consumed
+	AND inbound_id <> ALL(COALESCE($12::text[], '{}')) ORDER BY seq LIMIT 1),
 ins AS (INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
 	SELECT $1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, c.now
 	FROM c WHERE c.outcome = '' AND NOT starts_with(c.quarantine, '` + store.MovedToPrefix + `') AND NOT EXISTS (SELECT 1 FROM prior)
+	AND NOT EXISTS (SELECT 1 FROM unseen)
 	RETURNING 1),
 woken AS (SELECT pg_notify($9, $1) FROM ins),
 counted AS (UPDATE runs SET submissions = runs.submissions + 1 FROM ins WHERE runs.run_id = $1)`
-	submitEntryTail     = `SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT quarantine FROM c), (SELECT same FROM prior), (SELECT count(*) FROM ins) + 0 * (SELECT count(*) FROM woken)`
+	submitEntryTail     = `SELECT (SELECT count(*) FROM c), (SELECT outcome FROM c), (SELECT quarantine FROM c), (SELECT same FROM prior), (SELECT inbound_id FROM unseen), (SELECT count(*) FROM ins) + 0 * (SELECT count(*) FROM woken)`
 	submitEntrySQL      = submitEntryHead + "\n" + submitEntryTail
 	submitEntryGrantSQL = submitEntryHead + `,
 granted AS (INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
-	SELECT $11, $1, $12, $13, $14, $15, $16, 'granted', c.now FROM c, ins)
+	SELECT $13, $1, $14, $15, $16, $17, $18, 'granted', c.now FROM c, ins)
 ` + submitEntryTail
 )
 

@@ -722,6 +722,7 @@ func (w *writer) cloneTick(t store.Tick) store.Tick {
 	for i := range c.Submit {
 		c.Submit[i].Body = w.keep(c.Submit[i].Body)
 		c.Submit[i].Grant = c.Submit[i].Grant.Clone(w.keep) // refused in a tick, but never shared
+		c.Submit[i].Seen = c.Submit[i].Seen.Clone()
 	}
 	c.Trace = cloneIn(&a.trace, t.Trace)
 	for i := range c.Trace {

@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -37,6 +39,9 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 		if err := store.RefuseMoved(op, in.RunID, quarantine); err != nil {
 			return err
 		}
+		if err := s.refuseUnseen(ctx, tx, op, in); err != nil {
+			return err
+		}
 		_, err = s.exec(ctx, tx, `INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
 VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
 			in.RunID, in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, nanos(now))
@@ -45,6 +50,30 @@ VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = ?), ?, ?,
 		}
 		return s.insertGrant(ctx, tx, *in.Grant, now)
 	})
+}
+
+// refuseUnseen refuses in, guarded by in.Seen, when the run holds a
+// pending entry of its kind not among those its writer read.
+func (s *Store) refuseUnseen(ctx context.Context, tx *wtx, op string, in store.Inbound) error {
+	if in.Seen == nil {
+		return nil
+	}
+	// An array even when empty: json_each of null is one row, of null,
+	// which NOT IN would never pass.
+	seen, err := json.Marshal(append([]string{}, in.Seen.IDs...))
+	if err != nil {
+		return err
+	}
+	var id string
+	err = s.queryRow(ctx, tx, `SELECT inbound_id FROM inbox WHERE run_id = ? AND kind = ? AND consumed = 0
+AND inbound_id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT 1`, in.RunID, in.Kind, string(seen)).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	return store.Errorf(store.CodeHeadMismatch, op, in.RunID, nil, "%s entry %s was submitted since the run's inbox was read", in.Kind, id)
 }
 
 // Inbox implements store.Store.

@@ -224,9 +224,10 @@ func TestCloneTickSharesNothing(t *testing.T) {
 		Receipts:   []store.Receipt{{IntentID: "i", Body: b(`{"r":1}`)}},
 		Consume:    []string{"c"},
 		Begin:      []string{"i"},
-		Submit:     []store.Inbound{{ID: "s", Body: b(`{"s":1}`), Grant: &store.Approval{ID: "g", Body: b(`{"g":1}`)}}},
-		Trace:      []store.TraceRecord{{Kind: "t", Body: b(`{"t":1}`)}},
-		Notices:    []store.Notice{{Kind: store.NoticeEnded, Body: b(`{"n":1}`), Sent: []string{"chat"}, Waits: []store.RouteWait{{Route: "pager", After: time.Second}}}},
+		Submit: []store.Inbound{{ID: "s", Body: b(`{"s":1}`), Grant: &store.Approval{ID: "g", Body: b(`{"g":1}`)},
+			Seen: &store.PendingSeen{IDs: []string{"e"}}}},
+		Trace:   []store.TraceRecord{{Kind: "t", Body: b(`{"t":1}`)}},
+		Notices: []store.Notice{{Kind: store.NoticeEnded, Body: b(`{"n":1}`), Sent: []string{"chat"}, Waits: []store.RouteWait{{Route: "pager", After: time.Second}}}},
 	}
 	var w writer
 	c, c2 := w.cloneTick(tk), w.cloneTick(tk)

@@ -75,6 +75,7 @@ func Run(t *testing.T, open Opener) {
 		{"Census", testCensus},
 		{"MatchRuns", testMatchRuns},
 		{"SubmitWithGrant", testSubmitWithGrant},
+		{"SubmitSeen", testSubmitSeen},
 		{"Prune", testPrune},
 		{"Prunable", testPrunable},
 		{"Duties", testDuties},

@@ -2,6 +2,9 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,5 +115,82 @@ func testSubmitWithGrant(t *testing.T, s store.Store, c *Clock) {
 	must(t, s.Commit(ctx, l, store.Tick{Consume: []string{"e1"}, Intents: []store.Intent{in1}, Approvals: []store.ApprovalUse{{ApprovalID: "g1", IntentID: "i1"}}}))
 	if g, err := s.Approval(ctx, "g1"); err != nil || g.Status != store.ApprovalConsumed || g.ConsumedBy != "i1" {
 		t.Fatalf("after consumption %+v %v", g, err)
+	}
+}
+
+// An entry guarded by what its writer saw of the run's pending entries
+// of its kind (Inbound.Seen) is refused, with its grant, when the run
+// holds one of that kind the writer did not see; entries consumed since,
+// and entries of other kinds, do not count. The same entry submitted
+// again is still taken once. Writers racing, each having seen none,
+// write one entry between them.
+func testSubmitSeen(t *testing.T, s store.Store, c *Clock) {
+	newRun(t, s, "r")
+	exp := c.Now().Add(time.Hour)
+	seen := func(in store.Inbound, ids ...string) store.Inbound {
+		in.Seen = &store.PendingSeen{IDs: ids}
+		return in
+	}
+	pendingIDs := func() []string {
+		t.Helper()
+		in, err := s.Inbox(ctx, "r", true)
+		must(t, err)
+		var ids []string
+		for _, e := range in {
+			ids = append(ids, e.ID)
+		}
+		return ids
+	}
+	must(t, s.Submit(ctx, seen(grantWith("r", "e1", "g1", "n1", exp))))
+	err := s.Submit(ctx, seen(grantWith("r", "e2", "g2", "n2", exp)))
+	mustCode(t, err, store.CodeHeadMismatch)
+	if !strings.Contains(err.Error(), "e1") {
+		t.Fatalf("the refusal does not name the entry not seen: %v", err)
+	}
+	if _, err := s.Approval(ctx, "g2"); store.CodeOf(err) != store.CodeNotFound {
+		t.Fatalf("a refused entry's grant: %v", err)
+	}
+	mustCode(t, s.Submit(ctx, seen(grantWith("r", "e2", "g2", "n2", exp), "e0", "x")), store.CodeHeadMismatch)
+	must(t, s.Submit(ctx, seen(grantWith("r", "e2", "g2", "n2", exp), "e1")))
+	must(t, s.Submit(ctx, seen(grantWith("r", "e2", "g2", "n2", exp)))) // the same again: taken once
+	must(t, s.Submit(ctx, seen(Inb("r", "i1", "input", `{}`))))         // another kind
+	if got := pendingIDs(); !slices.Equal(got, []string{"e1", "e2", "i1"}) {
+		t.Fatalf("pending %v", got)
+	}
+	mustCode(t, s.Submit(ctx, seen(Inb("r", "i2", "input", `{}`), "e1", "e2")), store.CodeHeadMismatch)
+
+	// Consumed entries are not pending.
+	l, err := s.AcquireLease(ctx, "r", "w", time.Hour)
+	must(t, err)
+	must(t, s.Commit(ctx, l, store.Tick{Consume: []string{"e1", "e2", "i1"}}))
+	must(t, s.Submit(ctx, seen(grantWith("r", "e3", "g3", "n3", exp))))
+	mustCode(t, s.Submit(ctx, seen(grantWith("r", "e4", "g4", "n4", exp), "")), store.CodeInvalidInput)
+	// A guard rides with Submit alone.
+	mustCode(t, s.Commit(ctx, l, store.Tick{Submit: []store.Inbound{seen(Inb("r", "e5", "input", `{}`))}, Consume: []string{"e5"}}), store.CodeInvalidInput)
+	mustCode(t, s.CreateRun(ctx, store.Run{ID: "new", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}, seen(Inb("new", "e6", "input", `{}`))), store.CodeInvalidInput)
+
+	// Racing writers that each saw e3 alone: one of them writes.
+	const writers = 6
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			id := fmt.Sprint(w)
+			errs[w] = s.Submit(ctx, seen(grantWith("r", "race-"+id, "gr-"+id, "nr-"+id, exp), "e3"))
+		})
+	}
+	wg.Wait()
+	written := 0
+	for _, err := range errs {
+		switch store.CodeOf(err) {
+		case "":
+			written++
+		case store.CodeHeadMismatch:
+		default:
+			t.Fatalf("a racing writer: %v", err)
+		}
+	}
+	if got := pendingIDs(); written != 1 || len(got) != 2 {
+		t.Fatalf("%d racing writers wrote; pending %v", written, got)
 	}
 }

@@ -116,7 +116,7 @@ func (x *exec) aggregateIn(sub *exec, a *aggRef, collect bool) (int64, bool) {
 	copy(sub.regs, x.regs)
 	sub.r, sub.p = a.body, a.plan
 	for ai := range a.body.atoms {
-		sub.views[ai] = view{hi: math.MaxInt32}
+		sub.views[ai] = view{hi: math.MaxInt32, old: x.aggOld}
 	}
 	acc := &sub.ag.acc
 	*acc = aggAcc{a: a, collect: collect, rows: acc.rows[:0]}

@@ -59,7 +59,8 @@ type stratum struct {
 	// evaluation's stats refer to it; Stats and Progress hand out copies).
 	relations []string
 	// aggReads are the tables its rules' aggregates read, ascending: a
-	// change to one makes an update evaluate the stratum afresh.
+	// change to one makes an update run the aggregates' rules for the
+	// params it touches (aggregateDeltas), or evaluate the stratum afresh.
 	aggReads []int
 }
 
@@ -350,6 +351,17 @@ type aggRef struct {
 	tables  []int // the tables the body reads, ascending
 	divides bool  // the body or the target divides (see buildPlan)
 	text    string
+	// rulePlan enumerates the instantiations of the rule the aggregate
+	// belongs to with its params bound (no head to check): an update
+	// that changes what the aggregate reads runs it for the params whose
+	// value may have changed. nil when a param is another aggregate's
+	// result, which the plan would overwrite.
+	rulePlan *plan
+	// paramCols gives, for each atom of the body, the column each param
+	// is bound to there, in params' order; nil for an atom where some
+	// param is no plain argument: a change to its table cannot be traced
+	// to the params it touches.
+	paramCols [][]int
 }
 
 type ruleCtx struct {

@@ -595,7 +595,11 @@ type exec struct {
 	err     error
 	stopped bool // an existence scan finished early (not an error)
 	// candOnly makes emitDoom collect candidate rows without deleting them.
-	candOnly  bool
+	candOnly bool
+	// aggOld has the rule's aggregates read the state before the current
+	// update (view.old), as the rule's atoms do while an update
+	// over-deletes; otherwise they read the current state.
+	aggOld    bool
 	rankLimit uint32 // ranked views see rows of smaller rounds only
 	// batch makes emitInsert queue head tuples in pend and insert them a
 	// block at a time (see flush). Only a from-scratch evaluation of a

@@ -721,15 +721,24 @@ func (m *Materialization) applyChanges(changes []Change) error {
 			}
 			continue
 		}
-		// 1. Over-delete, reading the old state. A stratum whose
-		// aggregates read a table that changed is evaluated afresh
-		// instead: an aggregate's value is not the sum of its deltas'.
+		// 1. Over-delete, reading the old state. An aggregate whose
+		// tables changed is no sum of its deltas: its rule is run again,
+		// in the old state and then in the new, for each binding of its
+		// params a changed fact touches (aggregateDeltas). Where those
+		// cannot be told (a recursive stratum, a param no column of the
+		// changed atom holds) the stratum is evaluated afresh instead.
 		clearTables(allD, s.tables)
 		var recompute bool
+		var aggs []aggDelta
 		var err error
 		switch {
 		case m.changedAny(s.aggReads):
-			recompute = true
+			var ok bool
+			if aggs, ok = m.aggregateDeltas(s); !ok {
+				recompute = true
+			} else if err = m.overDeleteOnce(si, x, baseDoomed, allD); err == nil {
+				err = m.runAggregateDeltas(x, aggs, view{old: true}, allD)
+			}
 		case s.recursive:
 			recompute, err = m.overDeleteRanked(si, x, baseDoomed, allD)
 		default:
@@ -825,6 +834,9 @@ func (m *Materialization) applyChanges(changes []Change) error {
 				}
 				m.collectAdded(x, r.head, addedBy)
 			}
+		}
+		if err := m.runAggregateDeltas(x, aggs, view{cur: true}, addedBy); err != nil {
+			return err
 		}
 		if len(s.rules) > 0 && !s.recursive {
 			// nothing feeds back within a non-recursive stratum
@@ -976,6 +988,110 @@ func (m *Materialization) changedAny(tables []int) bool {
 		}
 	}
 	return false
+}
+
+// aggDelta is an aggregate whose tables an update changed, with the
+// bindings of its params a changed fact touches: where its value may
+// have changed.
+type aggDelta struct {
+	r    *rule
+	a    *aggRef
+	keys [][]int64 // each a value per param, in params' order
+}
+
+// aggregateDeltas finds, for each aggregate of stratum s whose tables
+// this update changed, the bindings of its params that a fact inserted
+// or deleted below matches: a fact of an atom of the aggregate's body
+// holds each param in a column of its own (paramColumns), so the
+// binding is read from the fact, a superset of those whose value
+// changed (the rest of the body may not hold for it). ok is false where
+// that cannot be done: a recursive stratum, an aggregate whose params
+// another aggregate binds, or a changed atom that does not hold every
+// param.
+func (m *Materialization) aggregateDeltas(s *stratum) (out []aggDelta, ok bool) {
+	if s.recursive {
+		return nil, false
+	}
+	for _, ri := range s.rules {
+		r := m.c.rules[ri]
+		for i := range r.aggs {
+			a := &r.aggs[i]
+			if !m.changedAny(a.tables) {
+				continue
+			}
+			if a.rulePlan == nil {
+				return nil, false
+			}
+			d := aggDelta{r: r, a: a}
+			seen := map[string]bool{}
+			var kb []byte
+			for k, at := range a.body.atoms {
+				minus, plus := m.deltaMinus[at.table], m.deltaPlus[at.table]
+				if len(minus)+len(plus) == 0 {
+					continue
+				}
+				cols := a.paramCols[k]
+				if cols == nil {
+					return nil, false
+				}
+				tb := m.tables[at.table]
+				for _, list := range [2][]int32{minus, plus} {
+					for _, row := range list {
+						tup := tb.tuple(row)
+						kb = kb[:0]
+						for _, c := range cols {
+							kb = binary.LittleEndian.AppendUint64(kb, uint64(tup[c]))
+						}
+						if seen[string(kb)] {
+							continue
+						}
+						seen[string(kb)] = true
+						key := make([]int64, len(cols))
+						for j, c := range cols {
+							key[j] = tup[c]
+						}
+						d.keys = append(d.keys, key)
+					}
+				}
+			}
+			out = append(out, d)
+		}
+	}
+	return out, true
+}
+
+// runAggregateDeltas runs each aggregate's rule for each of its keys, its
+// atoms and aggregates reading state (the old one while over-deleting,
+// the current one while inserting), in x's mode, and collects the heads
+// doomed or added into into.
+func (m *Materialization) runAggregateDeltas(x *exec, aggs []aggDelta, state view, into [][]int32) error {
+	for _, d := range aggs {
+		r := d.r
+		for k := range r.atoms {
+			x.views[k] = state
+			x.views[k].hi = math.MaxInt32
+		}
+		x.other = state
+		x.other.hi = math.MaxInt32
+		x.aggOld = state.old
+		for _, key := range d.keys {
+			for j, p := range d.a.params {
+				x.regs[p] = key[j]
+			}
+			x.err = nil
+			if err := x.runRule(r, d.a.rulePlan); err != nil {
+				x.aggOld = false
+				return err
+			}
+		}
+		x.aggOld = false
+		if state.old {
+			m.collectDoomed(x, r.head, into)
+		} else {
+			m.collectAdded(x, r.head, into)
+		}
+	}
+	return nil
 }
 
 // recomputeStratum re-evaluates stratum si from scratch in fresh tables
@@ -1288,7 +1404,10 @@ func (m *Materialization) runVariant(x *exec, r *rule, ai int, list []int32, oth
 	x.other = x.views[ai]
 	x.views[ai] = view{useList: true, list: list}
 	x.err = nil
-	return x.runRule(r, r.plans[1+ai])
+	x.aggOld = other.old
+	err := x.runRule(r, r.plans[1+ai])
+	x.aggOld = false
+	return err
 }
 
 func (m *Materialization) collectDoomed(x *exec, head int, into [][]int32) {

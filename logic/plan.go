@@ -75,9 +75,30 @@ func (c *Compiled) plan() {
 			}
 			a.plan = c.buildPlan(a.body, -1, pre)
 			a.plan.steps = a.plan.steps[:len(a.plan.steps)-1] // no head to check
+			if !slices.ContainsFunc(a.params, r.aggResult) {
+				a.rulePlan = c.buildPlan(r, -1, pre)
+				a.rulePlan.steps = a.rulePlan.steps[:len(a.rulePlan.steps)-1]
+			}
+			a.paramCols = make([][]int, len(a.body.atoms))
+			for k, at := range a.body.atoms {
+				a.paramCols[k] = paramColumns(at, a.params)
+			}
 		}
 	}
 	c.scratch = c.measureScratch()
+}
+
+// paramColumns is, for each of params, a column of at holding it as a
+// plain argument, or nil when one has none.
+func paramColumns(at atomRef, params []int) []int {
+	cols := make([]int, len(params))
+	for j, p := range params {
+		cols[j] = slices.IndexFunc(at.args, func(e *expr) bool { return e != nil && e.kind == exReg && e.reg == p })
+		if cols[j] < 0 {
+			return nil
+		}
+	}
+	return cols
 }
 
 // scratchSize is the largest register file, atom list, step list and
@@ -103,6 +124,10 @@ func (c *Compiled) measureScratch() scratchSize {
 			z.atoms = max(z.atoms, len(a.body.atoms))
 			z.regs = max(z.regs, a.plan.nregs)
 			z.steps = max(z.steps, len(a.plan.steps))
+			if a.rulePlan != nil {
+				z.regs = max(z.regs, a.rulePlan.nregs)
+				z.steps = max(z.steps, len(a.rulePlan.steps))
+			}
 		}
 	}
 	for _, rel := range c.rels {

@@ -46,6 +46,12 @@ func TestAggregateSemantics(t *testing.T) {
 		{"a param bound by an equality", "r(x, n) :- node(z), x = z - 1, n = count : e(x, _).", "[[0 0] [1 2] [2 1]]"},
 		{"one aggregate's value is another's param", "r(n, m) :- n = count : e(1, _), m = count : e(n, _).", "[[2 1]]"},
 		{"no params: a global count", "r(n, 0) :- n = count : e(_, _).", "[[3 0]]"},
+		{"in a head", "r(x, count : e(x, _)) :- node(x).", "[[1 2] [2 1] [3 0]]"},
+		{"in a head, min: none for an empty group", "r(x, min y : e(x, y)) :- node(x).", "[[1 5] [2 4]]"},
+		{"in a head's arithmetic", "r(x, 100 - sum y : e(x, y)) :- node(x).", "[[1 88] [2 96] [3 100]]"},
+		{"in arithmetic", "r(x, n) :- node(x), n = 1 + count : e(x, _) * 10.", "[[1 21] [2 11] [3 1]]"},
+		{"in arithmetic compared", "r(x, 0) :- node(x), max y : e(x, y) - 5 > 0.", "[[1 0]]"},
+		{"two in one expression", "r(x, n) :- node(x), n = sum y : e(x, y) - count : e(x, _).", "[[1 10] [2 3] [3 0]]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			comp, err := Load("t.dl", []byte(aggProgram+facts+c.rule+"\n"))

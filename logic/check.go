@@ -372,6 +372,10 @@ type ruleCtx struct {
 	tpos   []Pos
 	bound  []bool
 	isHead bool
+	// agg compiles an aggregate met inside a term (arithmetic, a head's
+	// argument) where the rule allows one there; nil refuses it (an
+	// atom's argument, an aggregate's own body).
+	agg func(*Aggregate) (*expr, *Error)
 }
 
 func (rc *ruleCtx) varReg(v *Var) int {
@@ -424,7 +428,14 @@ func (rc *ruleCtx) term(t Term, want Type, what string) (*expr, Type, *Error) {
 	case *Wildcard:
 		return nil, 0, errorf(UnsafeVariable, t.Pos, "wildcard _ is not allowed %s", what)
 	case *Aggregate:
-		return nil, 0, errorf(UnsupportedFeature, t.Pos, "aggregate %s stands %s; an aggregate may only be a whole side of a comparison: bind it first, as in n = %s", t.String(), what, t.String())
+		if rc.agg == nil {
+			return nil, 0, errorf(UnsupportedFeature, t.Pos, "aggregate %s stands %s; an aggregate may stand in a comparison, arithmetic or a head, not as an atom's argument: bind it first, as in n = %s", t.String(), what, t.String())
+		}
+		if want == TypeSymbol {
+			return nil, 0, errorf(TypeMismatch, t.Pos, "aggregate %s is a number, used as symbol %s", t.String(), what)
+		}
+		e, err := rc.agg(t)
+		return e, TypeNumber, err
 	case *BinExpr:
 		if want == TypeSymbol {
 			return nil, 0, errorf(TypeMismatch, t.Pos, "arithmetic result is a number, used as symbol %s", what)
@@ -517,6 +528,12 @@ func (rc *ruleCtx) body(r *rule, items []BodyItem, agg func(*Aggregate) (*expr, 
 		r.pargs += len(a.args)
 	}
 	r.atoms = append(r.atoms, negs...)
+	// Aggregates inside a comparison's arithmetic are compiled as whole
+	// sides are (agg); the aggregate's own body, compiled with this
+	// context, refuses them, and puts back the rule's on its way out.
+	saved := rc.agg
+	rc.agg = agg
+	defer func() { rc.agg = saved }()
 	for _, it := range items {
 		cm, ok := it.(*Comparison)
 		if !ok {
@@ -567,9 +584,13 @@ func (c *Compiled) compileRule(cl *Clause, id int) (*rule, *Error) {
 	rc := &ruleCtx{c: c, vars: map[string]int{}}
 	r := &rule{id: id, pos: cl.Pos, text: cl.String()}
 	outer := outerNames(cl)
-	if err := rc.body(r, cl.Body, func(a *Aggregate) (*expr, *Error) { return rc.aggregate(r, a, outer) }); err != nil {
+	agg := func(a *Aggregate) (*expr, *Error) { return rc.aggregate(r, a, outer) }
+	if err := rc.body(r, cl.Body, agg); err != nil {
 		return nil, err
 	}
+	// An aggregate in the head is computed as one in the body: its result
+	// register is the argument.
+	rc.agg = agg
 	// Head.
 	ht, hrel, err := c.resolveAtom(cl.Head)
 	if err != nil {
@@ -587,6 +608,7 @@ func (c *Compiled) compileRule(cl *Clause, id int) (*rule, *Error) {
 		}
 		r.hargs = append(r.hargs, e)
 	}
+	rc.agg = nil
 	// Safety: a variable is bound by a matched atom (as a plain variable
 	// argument), by an equality whose other side is bound, or as an
 	// aggregate's result once the variables the aggregate shares are.
@@ -684,6 +706,18 @@ func termVars(t Term, f func(*Var)) {
 			termVars(t.Target, f)
 		}
 		eachBodyTerm(t.Body, func(t Term) { termVars(t, f) })
+	}
+}
+
+// termVarsOutside is termVars without the variables of the aggregates the
+// term holds (in arithmetic, say).
+func termVarsOutside(t Term, f func(*Var)) {
+	switch t := t.(type) {
+	case *Var:
+		f(t)
+	case *BinExpr:
+		termVarsOutside(t.L, f)
+		termVarsOutside(t.R, f)
 	}
 }
 
@@ -808,10 +842,11 @@ func firstUse(cl *Clause, name string) Pos {
 // head's first; inAggregates says whether those inside aggregates count.
 func eachVar(cl *Clause, inAggregates bool, f func(*Var)) {
 	walk := func(t Term) {
-		if _, agg := t.(*Aggregate); agg && !inAggregates {
-			return
+		if inAggregates {
+			termVars(t, f)
+		} else {
+			termVarsOutside(t, f)
 		}
-		termVars(t, f)
 	}
 	for _, a := range cl.Head.Args {
 		walk(a)

@@ -124,6 +124,10 @@ func genProgram(t *rapid.T) string {
 		for k := range hargs {
 			hargs[k] = pick("harg")
 		}
+		if genAggMin > 0 && rapid.IntRange(0, 3).Draw(t, "hagg") == 0 {
+			// An aggregate in the head, over the body's bound variables.
+			hargs[rapid.IntRange(0, head.arity-1).Draw(t, "haggk")] = genAggTerm(t, bvars)
+		}
 		hsign := ""
 		if rapid.IntRange(0, 4).Draw(t, "hneg") == 0 {
 			hsign = "-"
@@ -144,6 +148,21 @@ var genAggMin = 0
 // (L, M). It either binds res (`res = agg`, binds true) or compares the
 // aggregate with a constant.
 func genAggregate(t *rapid.T, params []string, res string) (string, bool) {
+	agg := genAggTerm(t, params)
+	if rapid.IntRange(0, 3).Draw(t, "aarith") == 0 {
+		// Inside arithmetic.
+		agg = []string{"%s + 1", "2 * %s", "3 - %s"}[rapid.IntRange(0, 2).Draw(t, "aarop")]
+		agg = fmt.Sprintf(agg, "("+genAggTerm(t, params)+")")
+	}
+	if rapid.IntRange(0, 2).Draw(t, "aform") == 0 {
+		op := []string{"<", "<=", ">", ">=", "=", "!="}[rapid.IntRange(0, 5).Draw(t, "aop")]
+		return fmt.Sprintf("%s %s %d", agg, op, rapid.IntRange(0, 4).Draw(t, "ak")), false
+	}
+	return res + " = " + agg, true
+}
+
+// genAggTerm draws the aggregate itself, as genAggregate describes it.
+func genAggTerm(t *rapid.T, params []string) string {
 	fn := []string{"count", "sum", "min", "max"}[rapid.IntRange(0, 3).Draw(t, "afn")]
 	var locals []string
 	arg := func(label string, bind bool) string {
@@ -203,11 +222,7 @@ func genAggregate(t *rapid.T, params []string, res string) (string, bool) {
 	} else {
 		agg += " : { " + strings.Join(items, ", ") + " }"
 	}
-	if rapid.IntRange(0, 2).Draw(t, "aform") == 0 {
-		op := []string{"<", "<=", ">", ">=", "=", "!="}[rapid.IntRange(0, 5).Draw(t, "aop")]
-		return fmt.Sprintf("%s %s %d", agg, op, rapid.IntRange(0, 4).Draw(t, "ak")), false
-	}
-	return res + " = " + agg, true
+	return agg
 }
 
 // genOffset is added to every generated fact value: tests that set it

@@ -51,6 +51,9 @@ func naiveEval(c *Compiled, base []Fact) (*naive, error) {
 					h := make([]Value, len(cl.Head.Args))
 					for i, a := range cl.Head.Args {
 						v, err := n.value(a, env)
+						if err == errNoValue {
+							return nil // a min or max of nothing: no head
+						}
 						if err != nil {
 							return err
 						}

@@ -238,19 +238,13 @@ func TestAggregateWorkIsBudgeted(t *testing.T) {
 // count per node over a join on the other end) still takes the stratum
 // afresh, and its values are right too.
 func TestAggregateUpdatesPerGroup(t *testing.T) {
-	comp, err := Load("cap.dl", []byte(capProgram))
-	if err != nil {
-		t.Fatal(err)
-	}
 	refund := func(i, a, p int64) Fact { return Fact{Rel: "refund", Args: []Value{Num(i), Num(a), Num(p)}} }
 	var facts []Fact
 	for i := range int64(5000) {
 		facts = append(facts, refund(i, 10+i%7, i%500))
 	}
-	m, err := Evaluate(comp, facts, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustEval(t, capProgram, facts)
+	var err error
 	for _, ch := range []Change{{refund(5000, 30, 2), 1}, {refund(5000, 30, 2), -1}, {refund(7, 10, 7), -1}} {
 		if m, err = m.Apply([]Change{ch}); err != nil {
 			t.Fatal(err)
@@ -263,10 +257,7 @@ func TestAggregateUpdatesPerGroup(t *testing.T) {
 		} else {
 			facts = slices.DeleteFunc(facts, func(f Fact) bool { return f.String() == ch.Fact.String() })
 		}
-		want, err := Evaluate(comp, facts, Limits{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := mustEval(t, capProgram, facts)
 		for _, neg := range []bool{false, true} {
 			got, _ := m.Tuples("over_cap", neg)
 			w, _ := want.Tuples("over_cap", neg)
@@ -276,15 +267,8 @@ func TestAggregateUpdatesPerGroup(t *testing.T) {
 		}
 	}
 
-	joined, err := Load("j.dl", []byte(aggProgram+"r(x, n) :- node(x), n = count : { e(x, y), e(y, _) }.\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	e := func(x, y int64) Fact { return Fact{Rel: "e", Args: []Value{Num(x), Num(y)}} }
-	j, err := Evaluate(joined, []Fact{e(1, 2), e(2, 3)}, Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := mustEval(t, aggProgram+"r(x, n) :- node(x), n = count : { e(x, y), e(y, _) }.\n", []Fact{e(1, 2), e(2, 3)})
 	if j, err = j.Apply([]Change{{e(2, 1), 1}}); err != nil {
 		t.Fatal(err)
 	}

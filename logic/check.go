@@ -693,31 +693,23 @@ func outerNames(cl *Clause) map[string]bool {
 }
 
 // termVars calls f with every variable of a term, in order, those of an
-// aggregate's target and body included.
-func termVars(t Term, f func(*Var)) {
+// aggregate's target and body included when inAggregates says so (an
+// aggregate may sit inside arithmetic).
+func termVars(t Term, inAggregates bool, f func(*Var)) {
 	switch t := t.(type) {
 	case *Var:
 		f(t)
 	case *BinExpr:
-		termVars(t.L, f)
-		termVars(t.R, f)
+		termVars(t.L, inAggregates, f)
+		termVars(t.R, inAggregates, f)
 	case *Aggregate:
-		if t.Target != nil {
-			termVars(t.Target, f)
+		if !inAggregates {
+			return
 		}
-		eachBodyTerm(t.Body, func(t Term) { termVars(t, f) })
-	}
-}
-
-// termVarsOutside is termVars without the variables of the aggregates the
-// term holds (in arithmetic, say).
-func termVarsOutside(t Term, f func(*Var)) {
-	switch t := t.(type) {
-	case *Var:
-		f(t)
-	case *BinExpr:
-		termVarsOutside(t.L, f)
-		termVarsOutside(t.R, f)
+		if t.Target != nil {
+			termVars(t.Target, true, f)
+		}
+		eachBodyTerm(t.Body, func(t Term) { termVars(t, true, f) })
 	}
 }
 
@@ -733,7 +725,7 @@ func (rc *ruleCtx) aggregate(r *rule, ag *Aggregate, outer map[string]bool) (*ex
 	a := aggRef{pos: ag.Pos, fn: fn, text: ag.String()}
 	// The rule's variables get their registers in the rule's scope, the
 	// aggregate's own in a scope that ends with it.
-	termVars(ag, func(v *Var) {
+	termVars(ag, true, func(v *Var) {
 		if outer[v.Name] {
 			rc.varReg(v)
 		}
@@ -808,7 +800,7 @@ func (rc *ruleCtx) aggregate(r *rule, ag *Aggregate, outer map[string]bool) (*ex
 func aggregateUse(a *Aggregate, name string) Pos {
 	found := a.Pos
 	done := false
-	termVars(a, func(v *Var) {
+	termVars(a, true, func(v *Var) {
 		if !done && v.Name == name {
 			found, done = v.Pos, true
 		}
@@ -841,13 +833,7 @@ func firstUse(cl *Clause, name string) Pos {
 // eachVar calls f with every variable of a clause in source order, the
 // head's first; inAggregates says whether those inside aggregates count.
 func eachVar(cl *Clause, inAggregates bool, f func(*Var)) {
-	walk := func(t Term) {
-		if inAggregates {
-			termVars(t, f)
-		} else {
-			termVarsOutside(t, f)
-		}
-	}
+	walk := func(t Term) { termVars(t, inAggregates, f) }
 	for _, a := range cl.Head.Args {
 		walk(a)
 	}

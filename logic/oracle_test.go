@@ -140,7 +140,7 @@ var (
 func (n *naive) aggregate(a *Aggregate, env map[string]Value) (Value, error) {
 	inner := map[string]Value{}
 	var unbound bool
-	termVars(a, func(v *Var) {
+	termVars(a, true, func(v *Var) {
 		if n.outer[v.Name] {
 			val, ok := env[v.Name]
 			if !ok {

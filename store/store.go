@@ -304,6 +304,12 @@ type PendingSeen struct {
 	IDs []string
 }
 
+// UnseenError is the refusal of entry in, guarded by in.Seen, because
+// the run holds pending entry id of its kind that the writer did not see.
+func UnseenError(op string, in Inbound, id string) error {
+	return Errorf(CodeHeadMismatch, op, in.RunID, nil, "%s entry %s was submitted since the run's inbox was read", in.Kind, id)
+}
+
 // Clone is a copy of p sharing nothing with it; nil stays nil.
 func (p *PendingSeen) Clone() *PendingSeen {
 	if p == nil {

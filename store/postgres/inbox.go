@@ -73,7 +73,7 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 		}
 	}
 	if unseen != nil {
-		return store.Errorf(store.CodeHeadMismatch, op, in.RunID, nil, "%s entry %s was submitted since the run's inbox was read", in.Kind, *unseen)
+		return store.UnseenError(op, in, *unseen)
 	}
 	if pending != 1 {
 		return store.Errorf(store.CodeUnavailable, op, in.RunID, nil, "inbound %s was not appended", in.ID)

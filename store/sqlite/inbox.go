@@ -73,7 +73,7 @@ AND inbound_id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT 1`, in
 	case err != nil:
 		return err
 	}
-	return store.Errorf(store.CodeHeadMismatch, op, in.RunID, nil, "%s entry %s was submitted since the run's inbox was read", in.Kind, id)
+	return store.UnseenError(op, in, id)
 }
 
 // Inbox implements store.Store.

@@ -359,9 +359,15 @@ type aggRef struct {
 	rulePlan *plan
 	// paramCols gives, for each atom of the body, the column each param
 	// is bound to there, in params' order; nil for an atom where some
-	// param is no plain argument: a change to its table cannot be traced
-	// to the params it touches.
+	// param is no plain argument: a change to its table is traced to the
+	// params it touches through the rest of the body (deltaPlans).
 	paramCols [][]int
+	// deltaPlans, indexed by the body's atoms, enumerate the body's
+	// instantiations with that atom's rows taken from a delta, the
+	// params bound by the body itself; nil when some param is no plain
+	// argument of a positive atom of the body, so that an instantiation
+	// would not bind it.
+	deltaPlans []*plan
 }
 
 type ruleCtx struct {

@@ -199,6 +199,11 @@ func genAggTerm(t *rapid.T, params []string) string {
 		return sign + rel.name + "(" + strings.Join(args, ", ") + ")"
 	}
 	items := []string{atom("arel", true)}
+	if rapid.IntRange(0, 2).Draw(t, "ajoin") == 0 {
+		// A join: a change to one atom reaches the params through the
+		// other.
+		items = append(items, atom("arel2", true))
+	}
 	if len(locals) > 0 && rapid.IntRange(0, 2).Draw(t, "acmp") == 0 {
 		op := []string{"<", "<=", ">", ">=", "=", "!="}[rapid.IntRange(0, 5).Draw(t, "acop")]
 		items = append(items, fmt.Sprintf("%s %s %d", locals[0], op, rapid.IntRange(0, 4).Draw(t, "ack")))

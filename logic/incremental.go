@@ -734,7 +734,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		switch {
 		case m.changedAny(s.aggReads):
 			var ok bool
-			if aggs, ok = m.aggregateDeltas(s); !ok {
+			if aggs, ok = m.aggregateDeltas(x, s); !ok {
 				recompute = true
 			} else if err = m.overDeleteOnce(si, x, baseDoomed, allD); err == nil {
 				err = m.runAggregateDeltas(x, aggs, view{old: true}, allD)
@@ -1001,14 +1001,15 @@ type aggDelta struct {
 
 // aggregateDeltas finds, for each aggregate of stratum s whose tables
 // this update changed, the bindings of its params that a fact inserted
-// or deleted below matches: a fact of an atom of the aggregate's body
-// holds each param in a column of its own (paramColumns), so the
-// binding is read from the fact, a superset of those whose value
-// changed (the rest of the body may not hold for it). ok is false where
-// that cannot be done: a recursive stratum, an aggregate whose params
-// another aggregate binds, or a changed atom that does not hold every
-// param.
-func (m *Materialization) aggregateDeltas(s *stratum) (out []aggDelta, ok bool) {
+// or deleted below takes part in: read from the fact where its atom holds
+// each param in a column of its own (paramColumns), else through the rest
+// of the aggregate's body (collectParams). Either way they are a superset
+// of the bindings whose value changed, which is safe. ok is false where
+// they cannot be found: a recursive stratum, an aggregate whose params
+// another aggregate binds, a param no positive atom of the body holds, or
+// an error while looking (the fresh evaluation then meets it or not, as a
+// from-scratch one would).
+func (m *Materialization) aggregateDeltas(x *exec, s *stratum) (out []aggDelta, ok bool) {
 	if s.recursive {
 		return nil, false
 	}
@@ -1025,32 +1026,47 @@ func (m *Materialization) aggregateDeltas(s *stratum) (out []aggDelta, ok bool) 
 			d := aggDelta{r: r, a: a}
 			seen := map[string]bool{}
 			var kb []byte
+			add := func(val func(j int) int64) {
+				kb = kb[:0]
+				for j := range a.params {
+					kb = binary.LittleEndian.AppendUint64(kb, uint64(val(j)))
+				}
+				if seen[string(kb)] {
+					return
+				}
+				seen[string(kb)] = true
+				key := make([]int64, len(a.params))
+				for j := range key {
+					key[j] = val(j)
+				}
+				d.keys = append(d.keys, key)
+			}
 			for k, at := range a.body.atoms {
 				minus, plus := m.deltaMinus[at.table], m.deltaPlus[at.table]
 				if len(minus)+len(plus) == 0 {
 					continue
 				}
-				cols := a.paramCols[k]
-				if cols == nil {
+				if cols := a.paramCols[k]; cols != nil {
+					tb := m.tables[at.table]
+					for _, list := range [2][]int32{minus, plus} {
+						for _, row := range list {
+							tup := tb.tuple(row)
+							add(func(j int) int64 { return tup[cols[j]] })
+						}
+					}
+					continue
+				}
+				if a.deltaPlans == nil {
 					return nil, false
 				}
-				tb := m.tables[at.table]
-				for _, list := range [2][]int32{minus, plus} {
-					for _, row := range list {
-						tup := tb.tuple(row)
-						kb = kb[:0]
-						for _, c := range cols {
-							kb = binary.LittleEndian.AppendUint64(kb, uint64(tup[c]))
-						}
-						if seen[string(kb)] {
-							continue
-						}
-						seen[string(kb)] = true
-						key := make([]int64, len(cols))
-						for j, c := range cols {
-							key[j] = tup[c]
-						}
-						d.keys = append(d.keys, key)
+				// A deleted fact of a matched atom, or an inserted one of
+				// a negated atom, took part in instantiations of the
+				// state before the update; the others take part in those
+				// of the state after it.
+				neg := k >= a.body.npos
+				for i, list := range [2][]int32{minus, plus} {
+					if len(list) > 0 && !m.collectParams(x, a, k, list, (i == 0) != neg, add) {
+						return nil, false
 					}
 				}
 			}
@@ -1058,6 +1074,28 @@ func (m *Materialization) aggregateDeltas(s *stratum) (out []aggDelta, ok bool) 
 		}
 	}
 	return out, true
+}
+
+// collectParams enumerates the instantiations of aggregate a's body
+// that take atom k's rows from list, the other atoms reading the state
+// before the update (old) or the current one, and hands add each
+// binding of the params; false when the enumeration failed.
+func (m *Materialization) collectParams(x *exec, a *aggRef, k int, list []int32, old bool, add func(func(int) int64)) bool {
+	saveMode, saveFn := x.mode, x.onMatch
+	defer func() { x.mode, x.onMatch = saveMode, saveFn }()
+	state := view{hi: math.MaxInt32, old: old}
+	for i := range a.body.atoms {
+		x.views[i] = state
+	}
+	x.other = state
+	x.views[k] = view{useList: true, list: list}
+	x.mode = emitCollect
+	x.onMatch = func(regs []int64) bool {
+		add(func(j int) int64 { return regs[a.params[j]] })
+		return true
+	}
+	x.err = nil
+	return x.runRule(a.body, a.deltaPlans[k]) == nil
 }
 
 // runAggregateDeltas runs each aggregate's rule for each of its keys, its

@@ -83,6 +83,12 @@ func (c *Compiled) plan() {
 			for k, at := range a.body.atoms {
 				a.paramCols[k] = paramColumns(at, a.params)
 			}
+			if bindsParams(a) {
+				a.deltaPlans = make([]*plan, len(a.body.atoms))
+				for k := range a.body.atoms {
+					a.deltaPlans[k] = c.buildPlan(a.body, k, nil)
+				}
+			}
 		}
 	}
 	c.scratch = c.measureScratch()
@@ -99,6 +105,18 @@ func paramColumns(at atomRef, params []int) []int {
 		}
 	}
 	return cols
+}
+
+// bindsParams reports whether every param of a is a plain argument of a
+// positive atom of its body: then each instantiation of the body alone
+// binds them all.
+func bindsParams(a *aggRef) bool {
+	for _, p := range a.params {
+		if !slices.ContainsFunc(a.body.atoms[:a.body.npos], func(at atomRef) bool { return paramColumns(at, []int{p}) != nil }) {
+			return false
+		}
+	}
+	return true
 }
 
 // scratchSize is the largest register file, atom list, step list and
@@ -124,9 +142,11 @@ func (c *Compiled) measureScratch() scratchSize {
 			z.atoms = max(z.atoms, len(a.body.atoms))
 			z.regs = max(z.regs, a.plan.nregs)
 			z.steps = max(z.steps, len(a.plan.steps))
-			if a.rulePlan != nil {
-				z.regs = max(z.regs, a.rulePlan.nregs)
-				z.steps = max(z.steps, len(a.rulePlan.steps))
+			for _, p := range append([]*plan{a.rulePlan}, a.deltaPlans...) {
+				if p != nil {
+					z.regs = max(z.regs, p.nregs)
+					z.steps = max(z.steps, len(p.steps))
+				}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 
@@ -90,10 +91,38 @@ func TestSupportAgentChoices(t *testing.T) {
 			t.Fatalf("refused choices reached the run: refusals %v", refusals)
 		}
 
-		h.choose("goodwill-large", proposal, "path:store-credit", chooser)
+		// People choosing at the same instant: one choice is taken, the
+		// others are told it has yet to be taken, before anything is
+		// stored; so is a second choice while the first waits.
+		people := []string{"dana", "erin", "frank", "gina"}
+		errs := make([]error, len(people))
+		var wg sync.WaitGroup
+		for i, p := range people {
+			wg.Go(func() {
+				errs[i] = h.r.Choose(h.ctx, "goodwill-large", proposal, "path:store-credit", runner.Actor{Name: p, Role: chooser.Role, Capability: chooser.Capability})
+			})
+		}
+		wg.Wait()
+		var took []string
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				took = append(took, people[i])
+			case !errors.As(err, &nw) || !strings.Contains(nw.What, "has yet to be taken"):
+				t.Fatalf("%s choosing at the same instant: %v", people[i], err)
+			}
+		}
+		if len(took) != 1 {
+			t.Fatalf("choices taken at the same instant: %v", took)
+		}
+		if err := h.r.Choose(h.ctx, "goodwill-large", proposal, "path:store-credit", chooser); !errors.As(err, &nw) ||
+			nw.What != "a choice of "+proposal+" ("+took[0]+"'s choice of path:store-credit has yet to be taken)" {
+			t.Fatalf("a second choice while the first waits: %v", err)
+		}
+		h.idle()
 		h.paid("goodwill-large")
 		choices := h.trace("goodwill-large", "choice")
-		if len(choices) != 1 || choices[0]["chooser"] != "dana" || choices[0]["trigger"] != "CHOOSE_OPTION" {
+		if len(choices) != 1 || choices[0]["chooser"] != took[0] || choices[0]["trigger"] != "CHOOSE_OPTION" {
 			t.Fatalf("choices %v", choices)
 		}
 		journeys := h.trace("goodwill-large", "mrp.journey")

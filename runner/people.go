@@ -259,33 +259,57 @@ func (c *statusCache) put(runID string, d derived) {
 // that has ended (EndedError) or a request the run does not wait on
 // (NotWaitingError) is refused before the grant is stored.
 func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration) error {
-	for tries := 1; ; tries++ {
-		grant, seen, err := r.approvable(ctx, runID, requestID, by, ttl)
+	// The grant is recorded with the entry that hands it to the run, in
+	// one write: a run that ended or was parked meanwhile refuses both,
+	// and no grant stays behind without the act that made it. The write
+	// holds to the approvals the checks saw (submitGuarded): another
+	// person's approving at the same instant refuses it, and the checks,
+	// run again, see that approval (one that leaves this one nothing to
+	// add refuses it then, and the person is told why).
+	return r.submitGuarded(ctx, runID, KindApprove, func(inbox []store.Inbound) (store.Inbound, error) {
+		grant, err := r.checkApproval(ctx, runID, requestID, by, ttl, inbox)
 		if err != nil {
-			return err
+			return store.Inbound{}, err
 		}
-		// The grant is recorded with the entry that hands it to the run,
-		// in one write: a run that ended or was parked meanwhile refuses
-		// both, and no grant stays behind without the act that made it.
-		// The write holds to the approvals the checks saw: another
-		// person's approving at the same instant refuses it, and the
-		// checks, run again, see that approval (one that leaves this one
-		// nothing to add refuses it then, and the person is told why).
 		in, err := r.inbound(runID, KindApprove, by, map[string]any{"approval_id": grant.ID})
+		in.Grant = &grant
+		return in, err
+	})
+}
+
+// submitGuarded writes the entry of kind that entry makes from the run's
+// pending inbox entries, read first, guarded by those of its kind
+// (store.Inbound.Seen): when another of that kind is written meanwhile
+// (two people acting at the same instant) the store refuses the write,
+// and entry runs again over the inbox as it is then, up to guardedTries
+// times in all. Its checks thus see every entry of its kind written
+// before this one.
+func (r *Runner) submitGuarded(ctx context.Context, runID, kind string, entry func(inbox []store.Inbound) (store.Inbound, error)) error {
+	for tries := 1; ; tries++ {
+		inbox, err := r.cfg.Store.Inbox(ctx, runID, true)
 		if err != nil {
 			return err
 		}
-		in.Grant, in.Seen = &grant, seen
+		in, err := entry(inbox)
+		if err != nil {
+			return err
+		}
+		in.Seen = &store.PendingSeen{}
+		for _, e := range inbox {
+			if e.Kind == kind {
+				in.Seen.IDs = append(in.Seen.IDs, e.ID)
+			}
+		}
 		err = r.submitInbound(ctx, in)
-		if store.CodeOf(err) != store.CodeHeadMismatch || tries == approveTries {
+		if store.CodeOf(err) != store.CodeHeadMismatch || tries == guardedTries {
 			return err
 		}
 	}
 }
 
-// approveTries bounds how often Approve checks again after another
-// approval was handed to the run while it checked.
-const approveTries = 5
+// guardedTries bounds how often submitGuarded checks again after another
+// entry of its kind was handed to the run while it checked.
+const guardedTries = 5
 
 // ApproverActor is name as a person approving: the role and capability the
 // run FSM expects of a grant.
@@ -327,33 +351,19 @@ func (r *Runner) Awaiting(ctx context.Context, runID string, by *Actor) ([]Await
 // separated, …). It writes nothing: an approver's inbox asks it of every
 // request it lists.
 func (r *Runner) MayApprove(ctx context.Context, runID, requestID string, by Actor) error {
-	_, _, err := r.approvable(ctx, runID, requestID, by, time.Minute)
+	inbox, err := r.cfg.Store.Inbox(ctx, runID, true)
+	if err != nil {
+		return err
+	}
+	_, err = r.checkApproval(ctx, runID, requestID, by, time.Minute, inbox)
 	return err
 }
 
-// approvable runs Approve's checks and returns the grant Approve would
-// store, expiring after ttl, with the approvals handed to the run and not
-// yet taken that the checks saw.
-func (r *Runner) approvable(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration) (store.Approval, *store.PendingSeen, error) {
-	// The pending entries are read before the run: a grant the run takes
-	// in between is then seen twice (once taken, once pending), counted
-	// once, rather than not at all.
-	inbox, err := r.cfg.Store.Inbox(ctx, runID, true)
-	if err != nil {
-		return store.Approval{}, nil, err
-	}
-	seen := &store.PendingSeen{}
-	for _, in := range inbox {
-		if in.Kind == KindApprove {
-			seen.IDs = append(seen.IDs, in.ID)
-		}
-	}
-	grant, err := r.checkApproval(ctx, runID, requestID, by, ttl, inbox)
-	return grant, seen, err
-}
-
-// checkApproval is approvable's checks, over inbox, the run's pending
-// entries.
+// checkApproval runs Approve's checks over inbox, the run's pending
+// entries, read before the run (a grant the run takes in between is then
+// seen twice, once taken and once pending, and counted once, rather than
+// not at all), and returns the grant Approve would store, expiring after
+// ttl.
 func (r *Runner) checkApproval(ctx context.Context, runID, requestID string, by Actor, ttl time.Duration, inbox []store.Inbound) (store.Approval, error) {
 	wf, need, err := r.waitingApproval(ctx, runID, requestID)
 	if err != nil {
@@ -517,7 +527,9 @@ func (r *Runner) Reconcile(ctx context.Context, runID, intentID, resolution stri
 // chooser's authenticated role and capability, once the workflow's own
 // step, on the run as it stands, takes it: a choice it would refuse is
 // refused here (NotWaitingError; EndedError on a run that has ended)
-// instead of sitting in the inbox.
+// instead of sitting in the inbox. A choice of a proposal whose choice
+// the run has yet to take is refused too (the first would close its
+// options), also when both come at the same instant (submitGuarded).
 func (r *Runner) Choose(ctx context.Context, runID, proposalID, option string, by Actor) error {
 	if proposalID == "" || option == "" {
 		return fmt.Errorf("runner: a choice names a proposal and an option")
@@ -527,10 +539,21 @@ func (r *Runner) Choose(ctx context.Context, runID, proposalID, option string, b
 	if err != nil {
 		return err
 	}
-	if err := r.checkChoice(ctx, runID, b, by); err != nil {
-		return err
-	}
-	return r.submit(ctx, runID, KindChoice, by, body)
+	return r.submitGuarded(ctx, runID, KindChoice, func(inbox []store.Inbound) (store.Inbound, error) {
+		for _, e := range inbox {
+			var c struct {
+				ProposalID string `json:"proposal_id"`
+				Option     string `json:"option"`
+			}
+			if e.Kind == KindChoice && decodeInto(e.Body, &c) == nil && c.ProposalID == proposalID {
+				return store.Inbound{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("a choice of %s (%s's choice of %s has yet to be taken)", proposalID, e.Actor, c.Option)}
+			}
+		}
+		if err := r.checkChoice(ctx, runID, b, by); err != nil {
+			return store.Inbound{}, err
+		}
+		return r.inboundBytes(runID, KindChoice, by, b), nil
+	})
 }
 
 // Control hands a run a person's transition of its deliberation machine

@@ -52,6 +52,9 @@ func TestAggregateSemantics(t *testing.T) {
 		{"in arithmetic", "r(x, n) :- node(x), n = 1 + count : e(x, _) * 10.", "[[1 21] [2 11] [3 1]]"},
 		{"in arithmetic compared", "r(x, 0) :- node(x), max y : e(x, y) - 5 > 0.", "[[1 0]]"},
 		{"two in one expression", "r(x, n) :- node(x), n = sum y : e(x, y) - count : e(x, _).", "[[1 10] [2 3] [3 0]]"},
+		{"an atom's argument", "r(x, 0) :- node(x), e(x, max y : e(x, y)).", "[[1 0] [2 0]]"},
+		{"an atom's argument, arithmetic", "r(x, 0) :- node(x), f(count : e(x, _) + 5).", "[[1 0] [3 0]]"},
+		{"a negated atom's argument", "r(x, 0) :- node(x), !f(min y : e(x, y)).", "[[2 0]]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			comp, err := Load("t.dl", []byte(aggProgram+facts+c.rule+"\n"))

@@ -382,6 +382,12 @@ type ruleCtx struct {
 	// argument) where the rule allows one there; nil refuses it (an
 	// atom's argument, an aggregate's own body).
 	agg func(*Aggregate) (*expr, *Error)
+	// lifting, while a rule's own atoms are compiled, takes an aggregate
+	// standing as an atom's argument out of the atom (liftAggregate): the
+	// argument becomes a variable of its own, and lifted the equality
+	// that binds it, compiled with the rule's comparisons.
+	lifting bool
+	lifted  []*Comparison
 }
 
 func (rc *ruleCtx) varReg(v *Var) int {
@@ -500,7 +506,14 @@ func (rc *ruleCtx) bodyAtom(l *Literal) (atomRef, *Error) {
 			ar.args = append(ar.args, nil)
 			continue
 		}
-		e, _, err := rc.term(a, rel.types[i], fmt.Sprintf("in argument %d (%s) of %s", i+1, rel.attrs[i], rel.name))
+		what := fmt.Sprintf("in argument %d (%s) of %s", i+1, rel.attrs[i], rel.name)
+		if rc.lifting && holdsAggregate(a) {
+			if rel.types[i] == TypeSymbol {
+				return atomRef{}, errorf(TypeMismatch, a.termPos(), "aggregate %s is a number, used as symbol %s", a.String(), what)
+			}
+			a = rc.liftAggregate(a)
+		}
+		e, _, err := rc.term(a, rel.types[i], what)
 		if err != nil {
 			return atomRef{}, err
 		}
@@ -509,11 +522,35 @@ func (rc *ruleCtx) bodyAtom(l *Literal) (atomRef, *Error) {
 	return ar, nil
 }
 
+// liftAggregate takes t, an atom's argument holding an aggregate, out of
+// the atom: it returns the variable that stands for it there, and adds
+// the equality binding it (`B(n, max p : …)` is `B(n, v), v = max p :
+// …`), so the aggregate is computed once its params are bound and the
+// atom then matches its value. The variable's name is none a program can
+// write.
+func (rc *ruleCtx) liftAggregate(t Term) Term {
+	v := &Var{Pos: t.termPos(), Name: fmt.Sprintf("(%s)", t.String())}
+	rc.lifted = append(rc.lifted, &Comparison{Pos: t.termPos(), Op: "=", L: v, R: t})
+	return v
+}
+
+// holdsAggregate reports whether t is an aggregate or arithmetic over one.
+func holdsAggregate(t Term) bool {
+	switch t := t.(type) {
+	case *Aggregate:
+		return true
+	case *BinExpr:
+		return holdsAggregate(t.L) || holdsAggregate(t.R)
+	}
+	return false
+}
+
 // body compiles a body's atoms and comparisons into r: the matched atoms
 // first (they fix the types of their variables), then the negated ones,
 // then the comparisons, whose aggregates agg compiles (nil refuses them).
 func (rc *ruleCtx) body(r *rule, items []BodyItem, agg func(*Aggregate) (*expr, *Error)) *Error {
 	var negs []atomRef
+	rc.lifting, rc.lifted = agg != nil, nil
 	for _, it := range items {
 		l, ok := it.(*Literal)
 		if !ok {
@@ -540,6 +577,13 @@ func (rc *ruleCtx) body(r *rule, items []BodyItem, agg func(*Aggregate) (*expr, 
 	saved := rc.agg
 	rc.agg = agg
 	defer func() { rc.agg = saved }()
+	rc.lifting = false
+	if len(rc.lifted) > 0 {
+		items = slices.Clone(items)
+		for _, cm := range rc.lifted {
+			items = append(items, cm)
+		}
+	}
 	for _, it := range items {
 		cm, ok := it.(*Comparison)
 		if !ok {

@@ -50,7 +50,7 @@ func TestProgramErrors(t *testing.T) {
 		{"count of an expression", aggDecls + "tally(x, n) :- edge(x, _), n = count y : edge(x, y).\n", SyntaxError, "t.dl:4:38", "count takes no expression"},
 		{"sum of nothing", aggDecls + "tally(x, n) :- edge(x, _), n = sum : edge(x, _).\n", SyntaxError, "t.dl:4:36", "sum needs the expression"},
 		{"aggregate body not an atom", aggDecls + "tally(x, n) :- edge(x, _), n = count : 3.\n", SyntaxError, "t.dl:4:40", "expected an atom or '{'"},
-		{"aggregate as an argument", aggDecls + "tally(x, 1) :- edge(x, _), tally(count : edge(x, _), 2).\n", UnsupportedFeature, "t.dl:4:34", "not as an atom's argument: bind it first"},
+		{"aggregate as a symbol argument", aggDecls + ".decl lab(x: number, s: symbol)\ntally(x, 1) :- edge(x, _), lab(x, count : edge(x, _)).\n", TypeMismatch, "t.dl:5:35", "is a number, used as symbol in argument 2 (s) of lab"},
 		{"aggregate in a head as a symbol", aggDecls + ".decl lab(x: number, s: symbol)\nlab(x, count : edge(x, _)) :- edge(x, _).\n", TypeMismatch, "t.dl:5:8", "is a number, used as symbol in argument 2 (s) of lab"},
 		{"aggregate in a head, param unbound", aggDecls + "tally(x, count : edge(x, _)) :- edge(1, _).\n", UnsafeVariable, "t.dl:4:7", "variable x is used in aggregate count : { edge(x, _) } and outside it"},
 		{"aggregate in arithmetic, param unbound", aggDecls + "tally(1, n) :- n = 1 + count : edge(x, _), x > 0.\n", UnsafeVariable, "t.dl:4:37", "variable x is used in aggregate"},

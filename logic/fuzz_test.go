@@ -24,6 +24,7 @@ func FuzzParse(f *testing.F) {
 		".decl p()\np().\n",
 		".decl e(x: number, y: number)\n.decl n(x: number, c: number, s: number)\nn(x, c, s) :- e(x, _), c = count : e(x, _), s = sum y : { e(x, y), y > 1 }.\n",
 		".decl e(x: number, y: number)\n.decl n(x: number, c: number, s: number)\nn(x, count : e(x, _), 1 + max y : e(x, y)) :- e(x, _), sum y : e(x, y) * 2 > 3.\n",
+		".decl e(x: number, y: number)\n.decl c(x: number)\nc(x) :- e(x, _), e(x, max p : { e(x, p) }), !e(min p : e(p, _) + 1, x).\n",
 		".decl e(x: number, y: number)\n.decl m(x: number)\nm(x) :- e(x, _), min y : { e(x, y), !e(y, x) } < max y : -e(x, y).\n",
 	} {
 		f.Add([]byte(s))

@@ -104,6 +104,20 @@ func genProgram(t *rapid.T) string {
 				bvars = append(bvars, res)
 			}
 		}
+		if genAggMin > 0 && rapid.IntRange(0, 3).Draw(t, "aatom") == 0 {
+			// An aggregate as an atom's argument, matched or negated.
+			rel := genRels[rapid.IntRange(0, len(genRels)-1).Draw(t, "aarel")]
+			args := make([]string, rel.arity)
+			for k := range args {
+				args[k] = pick("aaarg")
+			}
+			args[rapid.IntRange(0, rel.arity-1).Draw(t, "aak")] = genAggTerm(t, bvars)
+			not := ""
+			if rapid.Bool().Draw(t, "aanot") {
+				not = "!"
+			}
+			body = append(body, fmt.Sprintf("%s%s(%s)", not, rel.name, strings.Join(args, ", ")))
+		}
 		if rapid.IntRange(0, 2).Draw(t, "hasnot") == 0 {
 			rel := genRels[rapid.IntRange(0, len(genRels)-1).Draw(t, "nrel")]
 			args := make([]string, rel.arity)

@@ -518,7 +518,19 @@ func (r *Runner) Reconcile(ctx context.Context, runID, intentID, resolution stri
 	default:
 		return fmt.Errorf("runner: resolution must be confirmed_success, confirmed_failure or abandon, not %q", resolution)
 	}
-	return r.submit(ctx, runID, KindReconcile, by, map[string]any{"intent_id": intentID, "resolution": resolution})
+	// The run takes the first resolution of an effect and ignores any
+	// after it: a second, while the first waits to be taken (two people
+	// resolving it at once, perhaps differently), is refused instead,
+	// naming the first (submitGuarded).
+	return r.submitGuarded(ctx, runID, KindReconcile, func(inbox []store.Inbound) (store.Inbound, error) {
+		for _, e := range inbox {
+			var b reconcileBody
+			if e.Kind == KindReconcile && decodeInto(e.Body, &b) == nil && b.IntentID == intentID {
+				return store.Inbound{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("a reconciliation of %s (%s's %s has yet to be taken)", intentID, e.Actor, b.Resolution)}
+			}
+		}
+		return r.inbound(runID, KindReconcile, by, map[string]any{"intent_id": intentID, "resolution": resolution})
+	})
 }
 
 // Choose hands a run a person's choice among the options H offered for a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -287,6 +288,58 @@ func TestUnresolvedOutcomeGoesToAPerson(t *testing.T) {
 	}
 	if h.dest.count() != 1 {
 		t.Fatalf("%d mutations", h.dest.count())
+	}
+}
+
+// People resolving one unknown effect at the same instant, differently:
+// one resolution is stored and taken, the others are told it has yet to
+// be taken, before anything is stored, and so is one given while it
+// waits. The run ignores nothing.
+func TestReconciliationsAtTheSameInstant(t *testing.T) {
+	h := newHarness(t)
+	st := h.unresolved("run-r")
+	people := []Actor{reconciler, reconciler, reconciler, reconciler}
+	resolutions := []string{"confirmed_success", "confirmed_failure", "confirmed_success", "confirmed_failure"}
+	errs := make([]error, len(people))
+	var wg sync.WaitGroup
+	for i := range people {
+		people[i].Name = fmt.Sprintf("op-%d", i)
+		wg.Go(func() { errs[i] = h.r.Reconcile(ctx, "run-r", st.Unknown[0], resolutions[i], people[i]) })
+	}
+	wg.Wait()
+	taken := -1
+	for i, err := range errs {
+		var nw *NotWaitingError
+		switch {
+		case err == nil && taken < 0:
+			taken = i
+		case err == nil:
+			t.Fatalf("%s's resolution stored beside %s's", people[i].Name, people[taken].Name)
+		case !errors.As(err, &nw) || !strings.Contains(nw.What, "has yet to be taken"):
+			t.Fatalf("%s: %v", people[i].Name, err)
+		}
+	}
+	if taken < 0 {
+		t.Fatal("no resolution stored")
+	}
+	err := h.r.Reconcile(ctx, "run-r", st.Unknown[0], "abandon", Actor{Name: "late", Role: "human_reconciler", Capability: "receipt.abandon_unknown"})
+	var nw *NotWaitingError
+	if want := fmt.Sprintf("a reconciliation of %s (%s's %s has yet to be taken)", st.Unknown[0], people[taken].Name, resolutions[taken]); !errors.As(err, &nw) || nw.What != want {
+		t.Fatalf("a resolution while one waits: %v, want %q", err, want)
+	}
+	h.idle()
+	want := map[string]string{"confirmed_success": "SUCCEEDED", "confirmed_failure": "FAILED_PERMANENT"}[resolutions[taken]]
+	if s := h.run("run-r").State; s != want {
+		t.Fatalf("after %s: %s, want %s", resolutions[taken], s, want)
+	}
+	recs, err := h.store.Trace(ctx, "run-r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if strings.Contains(string(rec.Body), "reconcile_ignored") {
+			t.Fatalf("the run ignored a resolution: %s", rec.Body)
+		}
 	}
 }
 

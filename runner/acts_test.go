@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -71,9 +72,62 @@ func TestDenyByOneWhoMayNotApproveIsRefused(t *testing.T) {
 	if err := h.r.Deny(ctx, "run-d", st.Waiting[0].RequestID, "no", denier); err != nil {
 		t.Fatal(err)
 	}
+	// A denial not yet taken ends the wait whatever comes with it: an
+	// approval now is refused before it is stored, naming the denier.
+	var nw *NotWaitingError
+	for _, err := range []error{h.r.Approve(ctx, "run-d", st.Waiting[0].RequestID, approver, time.Minute),
+		h.r.MayApprove(ctx, "run-d", st.Waiting[0].RequestID, approver)} {
+		if want := "an approval of " + st.Waiting[0].RequestID + " (" + denier.Name + "'s denial has yet to be taken)"; !errors.As(err, &nw) || nw.What != want {
+			t.Fatalf("an approval while a denial waits: %v, want %q", err, want)
+		}
+	}
 	h.idle()
 	if r := h.run("run-d"); r.State != "FAILED_PERMANENT" {
 		t.Fatalf("state %s", r.State)
+	}
+}
+
+// An approval and a denial at the same instant: the denial is always
+// stored, and an approval only when written before it; one written after
+// would be ignored by the run, which takes a denial first.
+func TestApprovalAndDenialAtTheSameInstant(t *testing.T) {
+	h := newHarness(t)
+	for round := range 12 {
+		run := fmt.Sprintf("run-ad-%d", round)
+		h.start(run, large)
+		st, err := h.r.Inspect(ctx, run)
+		if err != nil || len(st.Waiting) != 1 {
+			t.Fatalf("status %+v, %v", st, err)
+		}
+		req := st.Waiting[0].RequestID
+		var approveErr, denyErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { approveErr = h.r.Approve(ctx, run, req, approver, time.Minute) })
+		wg.Go(func() { denyErr = h.r.Deny(ctx, run, req, "no", denier) })
+		wg.Wait()
+		var nw *NotWaitingError
+		if denyErr != nil || approveErr != nil && !errors.As(approveErr, &nw) {
+			t.Fatalf("round %d: approve %v, deny %v", round, approveErr, denyErr)
+		}
+		inbox, err := h.store.Inbox(ctx, run, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var denied bool
+		for _, e := range inbox {
+			switch {
+			case e.Kind == KindDeny:
+				denied = true
+			case e.Kind == KindApprove && denied:
+				t.Fatalf("round %d: an approval stored after a denial", round)
+			case e.Kind == KindApprove && approveErr != nil:
+				t.Fatalf("round %d: a refused approval stored", round)
+			}
+		}
+		h.idle()
+		if r := h.run(run); r.State != "FAILED_PERMANENT" {
+			t.Fatalf("round %d: state %s", round, r.State)
+		}
 	}
 }
 

@@ -266,7 +266,7 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	// person's approving at the same instant refuses it, and the checks,
 	// run again, see that approval (one that leaves this one nothing to
 	// add refuses it then, and the person is told why).
-	return r.submitGuarded(ctx, runID, KindApprove, func(inbox []store.Inbound) (store.Inbound, error) {
+	return r.submitGuarded(ctx, runID, []string{KindApprove, KindDeny}, func(inbox []store.Inbound) (store.Inbound, error) {
 		grant, err := r.checkApproval(ctx, runID, requestID, by, ttl, inbox)
 		if err != nil {
 			return store.Inbound{}, err
@@ -277,14 +277,14 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 	})
 }
 
-// submitGuarded writes the entry of kind that entry makes from the run's
-// pending inbox entries, read first, guarded by those of its kind
-// (store.Inbound.Seen): when another of that kind is written meanwhile
-// (two people acting at the same instant) the store refuses the write,
-// and entry runs again over the inbox as it is then, up to guardedTries
-// times in all. Its checks thus see every entry of its kind written
-// before this one.
-func (r *Runner) submitGuarded(ctx context.Context, runID, kind string, entry func(inbox []store.Inbound) (store.Inbound, error)) error {
+// submitGuarded writes the entry that entry makes from the run's pending
+// inbox entries, read first, guarded by those of kinds (store.Inbound.Seen;
+// the entry's own kind first): when another of those kinds is written
+// meanwhile (two people acting at the same instant) the store refuses the
+// write, and entry runs again over the inbox as it is then, up to
+// guardedTries times in all. Its checks thus see every entry of those
+// kinds written before this one.
+func (r *Runner) submitGuarded(ctx context.Context, runID string, kinds []string, entry func(inbox []store.Inbound) (store.Inbound, error)) error {
 	for tries := 1; ; tries++ {
 		inbox, err := r.cfg.Store.Inbox(ctx, runID, true)
 		if err != nil {
@@ -294,9 +294,9 @@ func (r *Runner) submitGuarded(ctx context.Context, runID, kind string, entry fu
 		if err != nil {
 			return err
 		}
-		in.Seen = &store.PendingSeen{}
+		in.Seen = &store.PendingSeen{Kinds: kinds}
 		for _, e := range inbox {
-			if e.Kind == kind {
+			if slices.Contains(kinds, e.Kind) {
 				in.Seen.IDs = append(in.Seen.IDs, e.ID)
 			}
 		}
@@ -373,6 +373,11 @@ func (r *Runner) checkApproval(ctx context.Context, runID, requestID string, by 
 	// run would refuse the grant (see waitApproval), so it is refused now.
 	if ex, ok := exitBefore(inbox, math.MaxInt64); ok {
 		return store.Approval{}, &NotWaitingError{RunID: runID, What: exitRefusal(requestID, ex)}
+	}
+	// A denial handed in and not yet taken ends the wait first, whatever
+	// came before it (waitApproval): an approval now would be ignored.
+	if k := slices.IndexFunc(inbox, func(e store.Inbound) bool { return e.Kind == KindDeny }); k >= 0 {
+		return store.Approval{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("an approval of %s (%s's denial has yet to be taken)", requestID, inbox[k].Actor)}
 	}
 	if ttl <= 0 {
 		return store.Approval{}, fmt.Errorf("runner: an approval's lifetime must be positive, not %s", ttl)
@@ -522,7 +527,7 @@ func (r *Runner) Reconcile(ctx context.Context, runID, intentID, resolution stri
 	// after it: a second, while the first waits to be taken (two people
 	// resolving it at once, perhaps differently), is refused instead,
 	// naming the first (submitGuarded).
-	return r.submitGuarded(ctx, runID, KindReconcile, func(inbox []store.Inbound) (store.Inbound, error) {
+	return r.submitGuarded(ctx, runID, []string{KindReconcile}, func(inbox []store.Inbound) (store.Inbound, error) {
 		for _, e := range inbox {
 			var b reconcileBody
 			if e.Kind == KindReconcile && decodeInto(e.Body, &b) == nil && b.IntentID == intentID {
@@ -551,7 +556,7 @@ func (r *Runner) Choose(ctx context.Context, runID, proposalID, option string, b
 	if err != nil {
 		return err
 	}
-	return r.submitGuarded(ctx, runID, KindChoice, func(inbox []store.Inbound) (store.Inbound, error) {
+	return r.submitGuarded(ctx, runID, []string{KindChoice}, func(inbox []store.Inbound) (store.Inbound, error) {
 		for _, e := range inbox {
 			var c struct {
 				ProposalID string `json:"proposal_id"`

@@ -289,25 +289,36 @@ type Inbound struct {
 	// run's entries carry none, and a store never returns one.
 	Grant *Approval
 	// Seen, with Submit only, guards an entry decided on what the writer
-	// read of the run's pending entries of the entry's kind: the store
-	// refuses it (CodeHeadMismatch), writing nothing, when the run holds
-	// a pending entry of that kind the writer did not see, one submitted
-	// since. Two people approving at the same instant: the second is
+	// read of the run's pending entries of the entry's kind (or of
+	// Seen.Kinds): the store refuses it (CodeHeadMismatch), writing
+	// nothing, when the run holds a pending entry of those kinds the
+	// writer did not see, one submitted since. Two people approving at the same instant: the second is
 	// refused, reads again, and is told that the first's grant stands.
 	// Entries consumed meanwhile do not count; nil guards nothing.
 	Seen *PendingSeen
 }
 
 // PendingSeen is what a writer read of a run's pending inbox entries of
-// one kind: their ids (Inbound.Seen).
+// the kinds it guards: their ids (Inbound.Seen).
 type PendingSeen struct {
 	IDs []string
+	// Kinds are the kinds guarded; none guards the entry's own kind.
+	Kinds []string
+}
+
+// KindsOf are the kinds p guards for an entry of kind.
+func (p *PendingSeen) KindsOf(kind string) []string {
+	if len(p.Kinds) == 0 {
+		return []string{kind}
+	}
+	return p.Kinds
 }
 
 // UnseenError is the refusal of entry in, guarded by in.Seen, because
-// the run holds pending entry id of its kind that the writer did not see.
+// the run holds pending entry id of a guarded kind that the writer did
+// not see.
 func UnseenError(op string, in Inbound, id string) error {
-	return Errorf(CodeHeadMismatch, op, in.RunID, nil, "%s entry %s was submitted since the run's inbox was read", in.Kind, id)
+	return Errorf(CodeHeadMismatch, op, in.RunID, nil, "inbound %s was submitted since the run's inbox was read", id)
 }
 
 // Clone is a copy of p sharing nothing with it; nil stays nil.
@@ -315,7 +326,7 @@ func (p *PendingSeen) Clone() *PendingSeen {
 	if p == nil {
 		return nil
 	}
-	return &PendingSeen{IDs: slices.Clone(p.IDs)}
+	return &PendingSeen{IDs: slices.Clone(p.IDs), Kinds: slices.Clone(p.Kinds)}
 }
 
 // TraceRecord is an append-only observation, never authoritative.

@@ -164,8 +164,8 @@ func ValidateInbound(op string, in Inbound) error {
 	if !digestHolds(in.Proof, in.Body, in.Digest) {
 		return Errorf(CodeInvalidInput, op, in.RunID, nil, "digest does not match the body")
 	}
-	if g := in.Seen; g != nil && slices.Contains(g.IDs, "") {
-		return Errorf(CodeInvalidInput, op, in.RunID, nil, "inbound %s names an entry without an id among those seen", in.ID)
+	if g := in.Seen; g != nil && (slices.Contains(g.IDs, "") || slices.Contains(g.Kinds, "")) {
+		return Errorf(CodeInvalidInput, op, in.RunID, nil, "inbound %s names an entry without an id, or an empty kind, among those seen", in.ID)
 	}
 	if g := in.Grant; g != nil {
 		if g.RunID != in.RunID {

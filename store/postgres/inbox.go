@@ -34,12 +34,12 @@ func (s *Store) Submit(ctx context.Context, in store.Inbound) error {
 	var found, pending int64
 	var outcome, quarantine, unseen *string
 	var same *bool // an entry with the id: whether it is this one
-	var seen []string
+	var seen, kinds []string
 	if in.Seen != nil {
-		seen = in.Seen.IDs
+		seen, kinds = in.Seen.IDs, in.Seen.KindsOf(in.Kind)
 	}
 	q, args := submitEntrySQL, []any{in.RunID, in.ID, in.Kind, in.ActorRole, in.Actor, in.Capability, in.Body, in.Digest, s.channel(), s.injected(),
-		in.Seen != nil, seen}
+		in.Seen != nil, seen, kinds}
 	if a := in.Grant; a != nil {
 		// The grant is written only with the entry: the data-modifying
 		// CTE inserts one row for each row ins returned.
@@ -88,7 +88,7 @@ const (
 c AS MATERIALIZED (SELECT r.run_id, r.outcome, r.quarantine, COALESCE($10::bigint, ` + nowNanos + `) AS now FROM r),
 prior AS MATERIALIZED (SELECT digest = $8 AND kind = $3 AND actor_role = $4 AND actor = $5 AND capability = $6 AS same
 	FROM inbox WHERE run_id = $1 AND inbound_id = $2),
-unseen AS MATERIALIZED (SELECT inbound_id FROM inbox WHERE $11::boolean AND run_id = $1 AND kind = $3 AND NOT consumed
+unseen AS MATERIALIZED (SELECT inbound_id FROM inbox WHERE $11::boolean AND run_id = $1 AND kind = ANY($13::text[]) AND NOT consumed
 	AND inbound_id <> ALL(COALESCE($12::text[], '{}')) ORDER BY seq LIMIT 1),
 ins AS (INSERT INTO inbox (run_id, seq, inbound_id, kind, actor_role, actor, capability, body, digest, recorded_at)
 	SELECT $1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM inbox WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8, c.now
@@ -101,7 +101,7 @@ counted AS (UPDATE runs SET submissions = runs.submissions + 1 FROM ins WHERE ru
 	submitEntrySQL      = submitEntryHead + "\n" + submitEntryTail
 	submitEntryGrantSQL = submitEntryHead + `,
 granted AS (INSERT INTO approvals (approval_id, run_id, request_digest, nonce, body, digest, expires_at, status, recorded_at)
-	SELECT $13, $1, $14, $15, $16, $17, $18, 'granted', c.now FROM c, ins)
+	SELECT $14, $1, $15, $16, $17, $18, $19, 'granted', c.now FROM c, ins)
 ` + submitEntryTail
 )
 

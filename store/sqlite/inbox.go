@@ -64,9 +64,13 @@ func (s *Store) refuseUnseen(ctx context.Context, tx *wtx, op string, in store.I
 	if err != nil {
 		return err
 	}
+	kinds, err := json.Marshal(in.Seen.KindsOf(in.Kind))
+	if err != nil {
+		return err
+	}
 	var id string
-	err = s.queryRow(ctx, tx, `SELECT inbound_id FROM inbox WHERE run_id = ? AND kind = ? AND consumed = 0
-AND inbound_id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT 1`, in.RunID, in.Kind, string(seen)).Scan(&id)
+	err = s.queryRow(ctx, tx, `SELECT inbound_id FROM inbox WHERE run_id = ? AND kind IN (SELECT value FROM json_each(?)) AND consumed = 0
+AND inbound_id NOT IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT 1`, in.RunID, string(kinds), string(seen)).Scan(&id)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil

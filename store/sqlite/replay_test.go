@@ -225,7 +225,7 @@ func TestCloneTickSharesNothing(t *testing.T) {
 		Consume:    []string{"c"},
 		Begin:      []string{"i"},
 		Submit: []store.Inbound{{ID: "s", Body: b(`{"s":1}`), Grant: &store.Approval{ID: "g", Body: b(`{"g":1}`)},
-			Seen: &store.PendingSeen{IDs: []string{"e"}}}},
+			Seen: &store.PendingSeen{IDs: []string{"e"}, Kinds: []string{"approve"}}}},
 		Trace:   []store.TraceRecord{{Kind: "t", Body: b(`{"t":1}`)}},
 		Notices: []store.Notice{{Kind: store.NoticeEnded, Body: b(`{"n":1}`), Sent: []string{"chat"}, Waits: []store.RouteWait{{Route: "pager", After: time.Second}}}},
 	}

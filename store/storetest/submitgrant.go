@@ -165,6 +165,24 @@ func testSubmitSeen(t *testing.T, s store.Store, c *Clock) {
 	must(t, s.Commit(ctx, l, store.Tick{Consume: []string{"e1", "e2", "i1"}}))
 	must(t, s.Submit(ctx, seen(grantWith("r", "e3", "g3", "n3", exp))))
 	mustCode(t, s.Submit(ctx, seen(grantWith("r", "e4", "g4", "n4", exp), "")), store.CodeInvalidInput)
+	emptyKind := seen(grantWith("r", "e4", "g4", "n4", exp))
+	emptyKind.Seen.Kinds = []string{""}
+	mustCode(t, s.Submit(ctx, emptyKind), store.CodeInvalidInput)
+	// A guard of other kinds: a pending input the writer did not see
+	// refuses an approval guarded by approvals and inputs, not one
+	// guarded by approvals alone.
+	must(t, s.Submit(ctx, Inb("r", "i3", "input", `{}`)))
+	guarded := seen(grantWith("r", "e7", "g7", "n7", exp), "e3")
+	guarded.Seen.Kinds = []string{"approve", "input"}
+	err = s.Submit(ctx, guarded)
+	mustCode(t, err, store.CodeHeadMismatch)
+	if !strings.Contains(err.Error(), "i3") {
+		t.Fatalf("the refusal does not name the entry not seen: %v", err)
+	}
+	guarded.Seen.IDs = []string{"e3", "i3"}
+	must(t, s.Submit(ctx, guarded))
+	mustCode(t, s.Submit(ctx, seen(grantWith("r", "e8", "g8", "n8", exp), "e3")), store.CodeHeadMismatch) // e7 unseen
+	must(t, s.Commit(ctx, l, store.Tick{Consume: []string{"e7", "i3"}}))
 	// A guard rides with Submit alone.
 	mustCode(t, s.Commit(ctx, l, store.Tick{Submit: []store.Inbound{seen(Inb("r", "e5", "input", `{}`))}, Consume: []string{"e5"}}), store.CodeInvalidInput)
 	mustCode(t, s.CreateRun(ctx, store.Run{ID: "new", WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}, seen(Inb("new", "e6", "input", `{}`))), store.CodeInvalidInput)

@@ -1083,11 +1083,7 @@ func (m *Materialization) aggregateDeltas(x *exec, s *stratum) (out []aggDelta, 
 func (m *Materialization) collectParams(x *exec, a *aggRef, k int, list []int32, old bool, add func(func(int) int64)) bool {
 	saveMode, saveFn := x.mode, x.onMatch
 	defer func() { x.mode, x.onMatch = saveMode, saveFn }()
-	state := view{hi: math.MaxInt32, old: old}
-	for i := range a.body.atoms {
-		x.views[i] = state
-	}
-	x.other = state
+	x.readAll(len(a.body.atoms), view{old: old})
 	x.views[k] = view{useList: true, list: list}
 	x.mode = emitCollect
 	x.onMatch = func(regs []int64) bool {
@@ -1105,12 +1101,7 @@ func (m *Materialization) collectParams(x *exec, a *aggRef, k int, list []int32,
 func (m *Materialization) runAggregateDeltas(x *exec, aggs []aggDelta, state view, into [][]int32) error {
 	for _, d := range aggs {
 		r := d.r
-		for k := range r.atoms {
-			x.views[k] = state
-			x.views[k].hi = math.MaxInt32
-		}
-		x.other = state
-		x.other.hi = math.MaxInt32
+		x.readAll(len(r.atoms), state)
 		x.aggOld = state.old
 		for _, key := range d.keys {
 			for j, p := range d.a.params {
@@ -1432,14 +1423,20 @@ func (m *Materialization) survives(x *exec, si, t int, r int32) (bool, error) {
 	return false, nil
 }
 
+// readAll has the first n atoms of x's next rule, and a delta negation
+// (exec.other), read every row of state (old or current) there is.
+func (x *exec) readAll(n int, state view) {
+	state.hi = math.MaxInt32
+	for k := range n {
+		x.views[k] = state
+	}
+	x.other = state
+}
+
 // runVariant runs rule r with atom ai reading the given rows and every
 // other atom reading the state described by other.
 func (m *Materialization) runVariant(x *exec, r *rule, ai int, list []int32, other view) error {
-	for k := range r.atoms {
-		x.views[k] = other
-		x.views[k].hi = math.MaxInt32
-	}
-	x.other = x.views[ai]
+	x.readAll(len(r.atoms), other)
 	x.views[ai] = view{useList: true, list: list}
 	x.err = nil
 	x.aggOld = other.old

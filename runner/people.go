@@ -307,6 +307,25 @@ func (r *Runner) submitGuarded(ctx context.Context, runID string, kinds []string
 	}
 }
 
+// pendingOf finds the first of inbox's entries of kind whose body, read
+// as a T, match accepts.
+func pendingOf[T any](inbox []store.Inbound, kind string, match func(T) bool) (store.Inbound, T, bool) {
+	for _, e := range inbox {
+		var b T
+		if e.Kind == kind && decodeInto(e.Body, &b) == nil && match(b) {
+			return e, b, true
+		}
+	}
+	var none T
+	return store.Inbound{}, none, false
+}
+
+// choiceBody is a choice's entry (KindChoice).
+type choiceBody struct {
+	ProposalID string `json:"proposal_id"`
+	Option     string `json:"option"`
+}
+
 // guardedTries bounds how often submitGuarded checks again after another
 // entry of its kind was handed to the run while it checked.
 const guardedTries = 5
@@ -528,11 +547,8 @@ func (r *Runner) Reconcile(ctx context.Context, runID, intentID, resolution stri
 	// resolving it at once, perhaps differently), is refused instead,
 	// naming the first (submitGuarded).
 	return r.submitGuarded(ctx, runID, []string{KindReconcile}, func(inbox []store.Inbound) (store.Inbound, error) {
-		for _, e := range inbox {
-			var b reconcileBody
-			if e.Kind == KindReconcile && decodeInto(e.Body, &b) == nil && b.IntentID == intentID {
-				return store.Inbound{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("a reconciliation of %s (%s's %s has yet to be taken)", intentID, e.Actor, b.Resolution)}
-			}
+		if e, b, ok := pendingOf(inbox, KindReconcile, func(b reconcileBody) bool { return b.IntentID == intentID }); ok {
+			return store.Inbound{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("a reconciliation of %s (%s's %s has yet to be taken)", intentID, e.Actor, b.Resolution)}
 		}
 		return r.inbound(runID, KindReconcile, by, map[string]any{"intent_id": intentID, "resolution": resolution})
 	})
@@ -557,14 +573,8 @@ func (r *Runner) Choose(ctx context.Context, runID, proposalID, option string, b
 		return err
 	}
 	return r.submitGuarded(ctx, runID, []string{KindChoice}, func(inbox []store.Inbound) (store.Inbound, error) {
-		for _, e := range inbox {
-			var c struct {
-				ProposalID string `json:"proposal_id"`
-				Option     string `json:"option"`
-			}
-			if e.Kind == KindChoice && decodeInto(e.Body, &c) == nil && c.ProposalID == proposalID {
-				return store.Inbound{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("a choice of %s (%s's choice of %s has yet to be taken)", proposalID, e.Actor, c.Option)}
-			}
+		if e, c, ok := pendingOf(inbox, KindChoice, func(c choiceBody) bool { return c.ProposalID == proposalID }); ok {
+			return store.Inbound{}, &NotWaitingError{RunID: runID, What: fmt.Sprintf("a choice of %s (%s's choice of %s has yet to be taken)", proposalID, e.Actor, c.Option)}
 		}
 		if err := r.checkChoice(ctx, runID, b, by); err != nil {
 			return store.Inbound{}, err

@@ -193,8 +193,10 @@ func (h *harness) handGrant(run string, need runner.ApprovalNeed, actor string) 
 // one of legal, and every other person is told the request does not wait
 // for them; the run ignores nothing and pays once.
 func TestApprovalsAtTheSameInstant(t *testing.T) {
-	const groups = `"approver": "finance-lead", "groups": {"treasury": ["carol", "dave", "frank"], "legal": ["erin", "gina"]},
-	"panels": {"board": ["treasury", "legal", "treasury"]},`
+	staff := []string{"ada", "bea", "cal", "dom", "eve", "fay", "gus", "hal", "ivy", "jon"}
+	const groups = `"approver": "finance-lead", "groups": {"treasury": ["carol", "dave", "frank"], "legal": ["erin", "gina"],
+	"staff": ["ada", "bea", "cal", "dom", "eve", "fay", "gus", "hal", "ivy", "jon"]},
+	"panels": {"board": ["treasury", "legal", "treasury"], "all-hands": ["staff", "staff", "staff", "staff", "staff", "staff", "staff", "staff", "staff", "staff"]},`
 	everyone := []string{"carol", "dave", "erin", "frank", "gina"}
 	treasury := []string{"carol", "dave", "frank"}
 	for _, c := range []struct {
@@ -207,6 +209,9 @@ func TestApprovalsAtTheSameInstant(t *testing.T) {
 			inTreasury := slices.DeleteFunc(slices.Clone(by), func(p string) bool { return !slices.Contains(treasury, p) })
 			return len(by) == 3 && len(inTreasury) == 2
 		}},
+		// Ten people at once, each wanted: every one is stored, however
+		// many times another's write overtakes theirs.
+		{"a panel of ten", largeRefundsTo("all-hands"), staff, func(by []string) bool { return slices.Equal(by, staff) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			wf, ads := policyBundleWithGates(t, groups, c.rule)

@@ -280,11 +280,17 @@ func (r *Runner) Approve(ctx context.Context, runID, requestID string, by Actor,
 // submitGuarded writes the entry that entry makes from the run's pending
 // inbox entries, read first, guarded by those of kinds (store.Inbound.Seen;
 // the entry's own kind first): when another of those kinds is written
-// meanwhile (two people acting at the same instant) the store refuses the
-// write, and entry runs again over the inbox as it is then, up to
-// guardedTries times in all. Its checks thus see every entry of those
-// kinds written before this one.
+// meanwhile (people acting at the same instant) the store refuses the
+// write, and entry runs again over the inbox as it is then. Its checks
+// thus see every entry of those kinds written before this one.
+//
+// A refusal means another writer's entry was stored, so trying again
+// makes progress as long as the refusals are others' new entries: each
+// entry of those kinds first seen on a read earns one more try beyond
+// guardedTries, so that ten people approving a panel of ten at once are
+// all stored, and guardedTriesMax ends a race that never settles.
 func (r *Runner) submitGuarded(ctx context.Context, runID string, kinds []string, entry func(inbox []store.Inbound) (store.Inbound, error)) error {
+	known := make(map[string]bool)
 	for tries := 1; ; tries++ {
 		inbox, err := r.cfg.Store.Inbox(ctx, runID, true)
 		if err != nil {
@@ -298,10 +304,11 @@ func (r *Runner) submitGuarded(ctx context.Context, runID string, kinds []string
 		for _, e := range inbox {
 			if slices.Contains(kinds, e.Kind) {
 				in.Seen.IDs = append(in.Seen.IDs, e.ID)
+				known[e.ID] = true
 			}
 		}
 		err = r.submitInbound(ctx, in)
-		if store.CodeOf(err) != store.CodeHeadMismatch || tries == guardedTries {
+		if store.CodeOf(err) != store.CodeHeadMismatch || tries >= min(guardedTries+len(known), guardedTriesMax) {
 			return err
 		}
 	}
@@ -326,9 +333,13 @@ type choiceBody struct {
 	Option     string `json:"option"`
 }
 
-// guardedTries bounds how often submitGuarded checks again after another
-// entry of its kind was handed to the run while it checked.
-const guardedTries = 5
+// guardedTries bounds how often submitGuarded writes when no entry it
+// had not seen before turns up between its tries; guardedTriesMax bounds
+// it however many do.
+const (
+	guardedTries    = 5
+	guardedTriesMax = 256
+)
 
 // ApproverActor is name as a person approving: the role and capability the
 // run FSM expects of a grant.

@@ -724,25 +724,29 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		// 1. Over-delete, reading the old state. An aggregate whose
 		// tables changed is no sum of its deltas: its rule is run again,
 		// in the old state and then in the new, for each binding of its
-		// params a changed fact touches (aggregateDeltas). Where those
-		// cannot be told (a recursive stratum, a param no column of the
-		// changed atom holds) the stratum is evaluated afresh instead.
+		// params a changed fact touches (aggregateDeltas); in a
+		// recursive stratum the heads it gave in the old state are
+		// candidates of the ranked over-deletion like any other. Where
+		// those bindings cannot be told (a param no column of the
+		// changed atom holds, and no positive atom of the body binds)
+		// the stratum is evaluated afresh instead.
 		clearTables(allD, s.tables)
 		var recompute bool
 		var aggs []aggDelta
 		var err error
-		switch {
-		case m.changedAny(s.aggReads):
+		if m.changedAny(s.aggReads) {
 			var ok bool
-			if aggs, ok = m.aggregateDeltas(x, s); !ok {
-				recompute = true
-			} else if err = m.overDeleteOnce(si, x, baseDoomed, allD); err == nil {
+			aggs, ok = m.aggregateDeltas(x, s)
+			recompute = !ok
+		}
+		switch {
+		case recompute:
+		case s.recursive:
+			recompute, err = m.overDeleteRanked(si, x, baseDoomed, allD, aggs)
+		default:
+			if err = m.overDeleteOnce(si, x, baseDoomed, allD); err == nil {
 				err = m.runAggregateDeltas(x, aggs, view{old: true}, allD)
 			}
-		case s.recursive:
-			recompute, err = m.overDeleteRanked(si, x, baseDoomed, allD)
-		default:
-			err = m.overDeleteOnce(si, x, baseDoomed, allD)
 		}
 		if err != nil {
 			return err
@@ -1005,14 +1009,11 @@ type aggDelta struct {
 // each param in a column of its own (paramColumns), else through the rest
 // of the aggregate's body (collectParams). Either way they are a superset
 // of the bindings whose value changed, which is safe. ok is false where
-// they cannot be found: a recursive stratum, an aggregate whose params
-// another aggregate binds, a param no positive atom of the body holds, or
-// an error while looking (the fresh evaluation then meets it or not, as a
-// from-scratch one would).
+// they cannot be found: an aggregate whose params another aggregate
+// binds, a param no positive atom of the body holds, or an error while
+// looking (the fresh evaluation then meets it or not, as a from-scratch
+// one would).
 func (m *Materialization) aggregateDeltas(x *exec, s *stratum) (out []aggDelta, ok bool) {
-	if s.recursive {
-		return nil, false
-	}
 	for _, ri := range s.rules {
 		r := m.c.rules[ri]
 		for i := range r.aggs {
@@ -1259,9 +1260,12 @@ type candidate struct {
 // the deletion does not spread through it. Only the others are deleted,
 // and their dependants become candidates. On a dense graph, where almost
 // every fact has another derivation, this stops the cascade that plain
-// delete/rederive would run through the whole closure. It reports whether
-// the deletion grew so large that recomputing the stratum is cheaper.
-func (m *Materialization) overDeleteRanked(si int, x *exec, baseDoomed, allD [][]int32) (bool, error) {
+// delete/rederive would run through the whole closure. The heads that
+// aggs' rules gave in the old state, for the params whose aggregates may
+// have changed, are candidates too: survives then weighs them against
+// the aggregates' new values. It reports whether the deletion grew so
+// large that recomputing the stratum is cheaper.
+func (m *Materialization) overDeleteRanked(si int, x *exec, baseDoomed, allD [][]int32, aggs []aggDelta) (bool, error) {
 	s := m.c.strata[si]
 	var heap []candidate
 	push := func(t int, r int32) {
@@ -1322,6 +1326,9 @@ func (m *Materialization) overDeleteRanked(si int, x *exec, baseDoomed, allD [][
 				m.collectDoomed(x, r.head, found)
 			}
 		}
+	}
+	if err := m.runAggregateDeltas(x, aggs, view{old: true}, found); err != nil {
+		return false, err
 	}
 	collect()
 	var live, doomed int

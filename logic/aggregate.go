@@ -72,6 +72,7 @@ func (x *exec) aggExec() *exec {
 		sub.mode = emitCollect
 		sub.onMatch = sub.aggMatch
 		sub.ag = &aggState{parent: x}
+		sub.countDead = x.countDead
 		x.ag = &aggState{sub: sub}
 	}
 	return x.ag.sub

@@ -277,9 +277,9 @@ func benchFactFile() []byte {
 // BenchmarkUpdateAggregateCapLongRun is BenchmarkUpdateAggregateCap late
 // in a long run: the 5,000th refund against the 4,999 before it, over 500
 // payees. Aggregates are maintained per group, so this costs what the
-// 50th refund does. (Run it for a few hundred updates: inserted and
-// retracted many thousand times, the refund leaves dead rows in its
-// payee's index chain until the table is compacted.)
+// 50th refund does. Inserted and retracted many thousand times, the
+// refund leaves dead rows in its payee's index chains; the lookups that
+// walk past them have the table compacted (compactWalked).
 func BenchmarkUpdateAggregateCapLongRun(b *testing.B) {
 	var facts []Fact
 	for i := range int64(4999) {

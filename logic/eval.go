@@ -601,6 +601,11 @@ type exec struct {
 	// over-deletes; otherwise they read the current state.
 	aggOld    bool
 	rankLimit uint32 // ranked views see rows of smaller rounds only
+	// countDead has lookups count, on each table, the rows dead since an
+	// earlier update that they walk past in an index chain
+	// (table.deadWalked). Only an update's evaluators count: queries may
+	// run at once and write nothing.
+	countDead bool
 	// batch makes emitInsert queue head tuples in pend and insert them a
 	// block at a time (see flush). Only a from-scratch evaluation of a
 	// stratum batches: its scans see rows below a fixed bound, so a tuple
@@ -692,6 +697,7 @@ func (m *Materialization) updateExec() *exec {
 	x := &m.scratch().x
 	x.m = m
 	m.carveExec(x)
+	x.countDead = true
 	return x
 }
 
@@ -816,6 +822,17 @@ func (x *exec) visible(t *table, v *view, tableIdx int, r int32) bool {
 	return r < v.hi && (!t.died.on() || t.died.get(r) == 0)
 }
 
+// walkedPast counts row r of t, which a lookup walked past in an index
+// chain, when it died in an earlier update: no view will see it again,
+// and it stays in its chains until the table is compacted.
+func (x *exec) walkedPast(t *table, r int32) {
+	if x.countDead {
+		if d := t.died.get(r); d != 0 && d != x.m.epoch {
+			t.deadWalked++
+		}
+	}
+}
+
 // match binds and checks one row against a scan step.
 func (x *exec) match(s *step, t *table, r int32) bool {
 	row := t.words(r)
@@ -903,6 +920,7 @@ func (x *exec) run(i int) bool {
 			ix := t.index(s.ix)
 			for r := ix.lookup(t, key); r >= 0; r = ix.next[r] {
 				if !x.visible(t, v, s.table, r) {
+					x.walkedPast(t, r)
 					continue
 				}
 				if x.match(s, t, r) && !x.next(s, r, i) {
@@ -944,6 +962,7 @@ func (x *exec) run(i int) bool {
 				if x.visible(t, v, s.table, r) {
 					return true // a matching row exists: negation fails
 				}
+				x.walkedPast(t, r)
 			}
 			return x.run(i + 1)
 		}

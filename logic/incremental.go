@@ -525,7 +525,7 @@ func (m *Materialization) finish() {
 	m.undo.stats = Stats{}
 	m.undo, m.start, m.deltaMinus, m.deltaPlus = nil, nil, nil, nil
 	for t, tb := range m.tables {
-		if tb.ndead > compactMin && tb.ndead*2 > tb.n {
+		if tb.ndead > compactMin && tb.ndead*2 > tb.n || tb.ndead > 0 && tb.deadWalked > int64(tb.n)*compactWalked {
 			m.compact(t)
 		}
 	}
@@ -534,7 +534,11 @@ func (m *Materialization) finish() {
 
 // compact drops dead rows once they are the majority of a table, so a
 // long run of updates keeps memory and probe lengths proportional to the
-// live data. Row numbers change; nothing outside the table and its base
+// live data; or once lookups have walked past dead rows in index chains
+// compactWalked times the table's rows, so that a key inserted and
+// retracted over and over does not lengthen its chains for every lookup
+// of it until its dead rows are the majority of a large table. The
+// compaction then costs no more than the work the dead rows already did. Row numbers change; nothing outside the table and its base
 // counts holds them between updates.
 func (m *Materialization) compact(t int) {
 	tb := m.tables[t]
@@ -562,7 +566,7 @@ func (m *Materialization) compact(t int) {
 	tb.chunks = packed.chunks
 	tb.round.truncate(w)
 	tb.died = zeroed(w)
-	tb.ndead = 0
+	tb.ndead, tb.deadWalked = 0, 0
 	tb.rebuild()
 }
 
@@ -575,6 +579,11 @@ var recomputeMin = 1024
 // compactMin is how many dead rows a table keeps before compaction is
 // considered; tests lower it.
 var compactMin int32 = 1024
+
+// compactWalked is how many dead rows, per row of a table, updates'
+// lookups may walk past before the table is compacted: walking past one
+// costs a small fraction of copying a row and reindexing it.
+var compactWalked int64 = 64
 
 func (m *Materialization) apply(changes []Change) error {
 	if err := m.applyChanges(changes); err != nil {

@@ -15,17 +15,19 @@ import (
 // and each stratum's, both give the same errors, changes, conflicts,
 // logical times and materializations (rows, row numbers, rounds, deaths,
 // statistics, ledger, facts). The bound on a kept list, the recomputing
-// of recursive strata and compaction are drawn too.
+// of recursive strata and compaction (by dead rows and by dead rows
+// walked past) are drawn too.
 func TestKeptRowListsAreFresh(t *testing.T) {
-	defer func(k bool, n, r int, cm int32) {
-		keepRowLists, keptRowList, recomputeMin, compactMin = k, n, r, cm
-	}(keepRowLists, keptRowList, recomputeMin, compactMin)
+	defer func(k bool, n, r int, cm int32, cw int64) {
+		keepRowLists, keptRowList, recomputeMin, compactMin, compactWalked = k, n, r, cm, cw
+	}(keepRowLists, keptRowList, recomputeMin, compactMin, compactWalked)
 	rapid.Check(t, func(t *rapid.T) {
 		c, src := genLoaded(t)
 		lim := Limits{MaxTuples: int64(rapid.IntRange(0, 400).Draw(t, "maxTuples"))}
 		keptRowList = rapid.SampledFrom([]int{0, 1, 2, 4, 1024}).Draw(t, "keptRowList")
 		recomputeMin = rapid.SampledFrom([]int{-1, 2, 1024}).Draw(t, "recomputeMin")
 		compactMin = rapid.SampledFrom([]int32{1, 4, 1024}).Draw(t, "compactMin")
+		compactWalked = rapid.SampledFrom([]int64{0, 1, 64}).Draw(t, "compactWalked")
 		solve := func(keep bool, m *Materialization, delta []FactChange, lt int64) (*Result, error) {
 			keepRowLists = keep
 			defer func() { keepRowLists = true }()

@@ -23,9 +23,13 @@ type table struct {
 	round  rounds // round that (re)derived each row: a rank, see overDeleteRanked
 	died   u32vec // off until the first update; epoch of death, 0 = alive
 	ndead  int32
-	set    rowSet   // every row (dead ones until they are unlinked), by value
-	masks  []uint64 // column sets plans look up by
-	idx    []*index // per mask, nil until first used
+	// deadWalked counts the rows dead since an earlier update that
+	// updates' lookups walked past in index chains since the table was
+	// last compacted: the work its dead rows cost (see compactWalked).
+	deadWalked int64
+	set        rowSet   // every row (dead ones until they are unlinked), by value
+	masks      []uint64 // column sets plans look up by
+	idx        []*index // per mask, nil until first used
 	// sl is where the table's first chunks come from, shared by the
 	// tables of one materialization (nil: each its own allocation).
 	sl *slab

@@ -245,19 +245,8 @@ func TestAggregateUpdatesPerGroup(t *testing.T) {
 		facts = append(facts, refund(i, 10+i%7, i%500))
 	}
 	m := mustEval(t, capProgram, facts)
-	var err error
 	for _, ch := range []Change{{refund(5000, 30, 2), 1}, {refund(5000, 30, 2), -1}, {refund(7, 10, 7), -1}} {
-		if m, err = m.Apply([]Change{ch}); err != nil {
-			t.Fatal(err)
-		}
-		if f := m.Stats().Firings; f > 200 {
-			t.Fatalf("%v: %d firings, want the work of one payee's refunds", ch, f)
-		}
-		if ch.Diff == 1 {
-			facts = append(facts, ch.Fact)
-		} else {
-			facts = slices.DeleteFunc(facts, func(f Fact) bool { return f.String() == ch.Fact.String() })
-		}
+		m, facts = applyWithin(t, m, facts, ch, 200, "the work of one payee's refunds")
 		want := mustEval(t, capProgram, facts)
 		for _, neg := range []bool{false, true} {
 			got, _ := m.Tuples("over_cap", neg)
@@ -285,14 +274,7 @@ func TestAggregateUpdatesPerGroup(t *testing.T) {
 		base := []Fact{e(1, 2), e(2, 3), e(3, 3), f(1)}
 		m := mustEval(t, src, base)
 		for _, ch := range steps {
-			if m, err = m.Apply([]Change{ch}); err != nil {
-				t.Fatal(err)
-			}
-			if ch.Diff == 1 {
-				base = append(base, ch.Fact)
-			} else {
-				base = slices.DeleteFunc(base, func(f Fact) bool { return f.String() == ch.Fact.String() })
-			}
+			m, base = applyWithin(t, m, base, ch, math.MaxInt64, "")
 			got, _ := m.Tuples("r", false)
 			want, _ := mustEval(t, src, base).Tuples("r", false)
 			if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -316,7 +298,6 @@ func TestRecursiveAggregateUpdatesPerGroup(t *testing.T) {
 	if n, _ := m.Tuples("escalates", false); len(n) != 500*28 {
 		t.Fatalf("%d escalations, want 28 in each of 500 chains", len(n))
 	}
-	var err error
 	for _, ch := range []Change{
 		{ticket(803, -1), 1}, {ticket(803, -2), 1}, // 803 has three: no escalation through them
 		{ticket(805, -1), 1}, {ticket(805, -2), 1}, // and 805 downstream
@@ -324,23 +305,31 @@ func TestRecursiveAggregateUpdatesPerGroup(t *testing.T) {
 		{manages(803, 804), -1}, {manages(803, 804), 1},
 		{ticket(805, 805), -1}, {ticket(803, -2), -1},
 	} {
-		if m, err = m.Apply([]Change{ch}); err != nil {
-			t.Fatal(err)
-		}
-		if f := m.Stats().Firings; f > 100 {
-			t.Fatalf("%v: %d firings, want the work of one chain", ch, f)
-		}
-		if ch.Diff == 1 {
-			facts = append(facts, ch.Fact)
-		} else {
-			facts = slices.DeleteFunc(facts, func(f Fact) bool { return f.String() == ch.Fact.String() })
-		}
+		m, facts = applyWithin(t, m, facts, ch, 100, "the work of one chain")
 		got, _ := m.Tuples("escalates", false)
 		want, _ := mustEval(t, escalationProgram, facts).Tuples("escalates", false)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("after %v: %d escalations, want %d", ch, len(got), len(want))
 		}
 	}
+}
+
+// applyWithin applies ch to m, whose base facts are facts, failing t when
+// the update fires more than most rules (what it should cost), and
+// returns the updated materialization and base facts.
+func applyWithin(t *testing.T, m *Materialization, facts []Fact, ch Change, most int64, what string) (*Materialization, []Fact) {
+	t.Helper()
+	m, err := m.Apply([]Change{ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := m.Stats().Firings; f > most {
+		t.Fatalf("%v: %d firings, want %s", ch, f, what)
+	}
+	if ch.Diff == 1 {
+		return m, append(facts, ch.Fact)
+	}
+	return m, slices.DeleteFunc(facts, func(f Fact) bool { return f.String() == ch.Fact.String() })
 }
 
 // Queries are safe to run at once (each lookup has its own evaluators,

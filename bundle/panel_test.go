@@ -1,9 +1,11 @@
 package bundle
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/postgres"
 )
 
 // boardRule sends refunds above 1,000 to the panel board.
@@ -213,40 +216,78 @@ func TestApprovalsAtTheSameInstant(t *testing.T) {
 		// many times another's write overtakes theirs.
 		{"a panel of ten", largeRefundsTo("all-hands"), staff, func(by []string) bool { return slices.Equal(by, staff) }},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			wf, ads := policyBundleWithGates(t, groups, c.rule)
-			h := newHarnessWith(t, wf, ads)
-			for round := range 4 {
-				run := fmt.Sprintf("refund-at-once-%d", round)
-				h.start(run, refund(fmt.Sprintf("r-72%02d", round), 3000, "zoe", "damaged"))
-				w := h.status(run).Waiting[0]
-				errs := make([]error, len(c.people))
-				var wg sync.WaitGroup
-				for i, p := range c.people {
-					wg.Go(func() { errs[i] = h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor(p), 10*time.Minute) })
-				}
-				wg.Wait()
-				var by []string
-				for i, err := range errs {
-					var nw *runner.NotWaitingError
-					switch {
-					case err == nil:
-						by = append(by, c.people[i])
-					case !errors.As(err, &nw):
-						t.Fatalf("%s: %v", c.people[i], err)
-					}
-				}
-				slices.Sort(by)
-				if !c.stored(by) {
-					t.Fatalf("round %d: approvals taken from %v", round, by)
-				}
-				h.idle()
-				h.paid(run)
-				h.consumedFrom(run, by...)
-				if tr := h.trace(run, "approval_ignored"); len(tr) != 0 {
-					t.Fatalf("round %d: the run ignored %v", round, tr)
-				}
-			}
-		})
+		for _, backend := range []string{"sqlite", "postgres"} {
+			t.Run(backend+"/"+c.name, func(t *testing.T) {
+				wf, ads := policyBundleWithGates(t, groups, c.rule)
+				h := newHarnessOn(t, backend, wf, ads)
+				approveAtOnce(t, h, c.people, c.stored)
+			})
+		}
 	}
+}
+
+// approveAtOnce starts four runs in turn, each a refund waiting for an
+// approval, has people approve each at the same instant, and checks that
+// the approvals stored are those stored accepts, that the run pays
+// consuming exactly them, and that it ignored none.
+func approveAtOnce(t *testing.T, h *harness, people []string, stored func(by []string) bool) {
+	t.Helper()
+	for round := range 4 {
+		run := fmt.Sprintf("refund-at-once-%d", round)
+		h.start(run, refund(fmt.Sprintf("r-72%02d", round), 3000, "zoe", "damaged"))
+		w := h.status(run).Waiting[0]
+		errs := make([]error, len(people))
+		var wg sync.WaitGroup
+		for i, p := range people {
+			wg.Go(func() { errs[i] = h.r.Approve(h.ctx, run, w.RequestID, runner.ApproverActor(p), 10*time.Minute) })
+		}
+		wg.Wait()
+		var by []string
+		for i, err := range errs {
+			var nw *runner.NotWaitingError
+			switch {
+			case err == nil:
+				by = append(by, people[i])
+			case !errors.As(err, &nw):
+				t.Fatalf("%s: %v", people[i], err)
+			}
+		}
+		slices.Sort(by)
+		if !stored(by) {
+			t.Fatalf("round %d: approvals taken from %v", round, by)
+		}
+		h.idle()
+		h.paid(run)
+		h.consumedFrom(run, by...)
+		if tr := h.trace(run, "approval_ignored"); len(tr) != 0 {
+			t.Fatalf("round %d: the run ignored %v", round, tr)
+		}
+	}
+}
+
+// newHarnessOn is newHarnessWith on backend: the embedded store, or a
+// fresh schema of the PostgreSQL that FLRH_TEST_POSTGRES names (skipped
+// with a message when it is unset).
+func newHarnessOn(t *testing.T, backend string, wf *Workflow, ads *Adapters) *harness {
+	t.Helper()
+	if backend == "sqlite" {
+		return newHarnessWith(t, wf, ads)
+	}
+	dsn := os.Getenv("FLRH_TEST_POSTGRES")
+	if dsn == "" {
+		t.Skip("FLRH_TEST_POSTGRES is unset: set it to a PostgreSQL DSN to run this on PostgreSQL")
+	}
+	ctx := context.Background()
+	schema := fmt.Sprintf("bundle_%d", time.Now().UnixNano())
+	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		st.Pool().Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		st.Close()
+	})
+	h := newHarnessWith(t, wf, ads, func(c *runner.Config) { c.Store = st })
+	h.st = st
+	return h
 }

@@ -537,8 +537,9 @@ func (m *Materialization) finish() {
 // live data; or once lookups have walked past dead rows in index chains
 // compactWalked times the table's rows, so that a key inserted and
 // retracted over and over does not lengthen its chains for every lookup
-// of it until its dead rows are the majority of a large table. The
-// compaction then costs no more than the work the dead rows already did. Row numbers change; nothing outside the table and its base
+// of it until its dead rows are the majority of a large table (the
+// compaction then costs no more than the work the dead rows already
+// did). Row numbers change; nothing outside the table and its base
 // counts holds them between updates.
 func (m *Materialization) compact(t int) {
 	tb := m.tables[t]
@@ -736,8 +737,8 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		// params a changed fact touches (aggregateDeltas); in a
 		// recursive stratum the heads it gave in the old state are
 		// candidates of the ranked over-deletion like any other. Where
-		// those bindings cannot be told (a param no column of the
-		// changed atom holds, and no positive atom of the body binds)
+		// those bindings cannot be told (a param no positive atom of
+		// the aggregate's body holds, a param another aggregate binds)
 		// the stratum is evaluated afresh instead.
 		clearTables(allD, s.tables)
 		var recompute bool

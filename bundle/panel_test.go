@@ -1,11 +1,9 @@
 package bundle
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -13,9 +11,9 @@ import (
 	"time"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/internal/pgtest"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
-	"flrh.dev/flrh/store/postgres"
 )
 
 // boardRule sends refunds above 1,000 to the panel board.
@@ -266,27 +264,14 @@ func approveAtOnce(t *testing.T, h *harness, people []string, stored func(by []s
 }
 
 // newHarnessOn is newHarnessWith on backend: the embedded store, or a
-// fresh schema of the PostgreSQL that FLRH_TEST_POSTGRES names (skipped
-// with a message when it is unset).
+// schema of its own in the PostgreSQL that FLRH_TEST_POSTGRES names
+// (pgtest; skipped with a message when it is unset).
 func newHarnessOn(t *testing.T, backend string, wf *Workflow, ads *Adapters) *harness {
 	t.Helper()
 	if backend == "sqlite" {
 		return newHarnessWith(t, wf, ads)
 	}
-	dsn := os.Getenv("FLRH_TEST_POSTGRES")
-	if dsn == "" {
-		t.Skip("FLRH_TEST_POSTGRES is unset: set it to a PostgreSQL DSN to run this on PostgreSQL")
-	}
-	ctx := context.Background()
-	schema := fmt.Sprintf("bundle_%d", time.Now().UnixNano())
-	st, err := postgres.Open(ctx, dsn, postgres.Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		st.Pool().Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-		st.Close()
-	})
+	st := pgtest.Handles(t, 1, "flrh_bundle_", "run the bundle's tests on PostgreSQL")[0]
 	h := newHarnessWith(t, wf, ads, func(c *runner.Config) { c.Store = st })
 	h.st = st
 	return h

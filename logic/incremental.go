@@ -754,9 +754,7 @@ func (m *Materialization) applyChanges(changes []Change) error {
 		case s.recursive:
 			recompute, err = m.overDeleteRanked(si, x, baseDoomed, allD, aggs)
 		default:
-			if err = m.overDeleteOnce(si, x, baseDoomed, allD); err == nil {
-				err = m.runAggregateDeltas(x, aggs, view{old: true}, allD)
-			}
+			err = m.overDeleteOnce(si, x, baseDoomed, allD, aggs)
 		}
 		if err != nil {
 			return err
@@ -1037,20 +1035,18 @@ func (m *Materialization) aggregateDeltas(x *exec, s *stratum) (out []aggDelta, 
 			d := aggDelta{r: r, a: a}
 			seen := map[string]bool{}
 			var kb []byte
-			add := func(val func(j int) int64) {
+			// add keeps a binding of the params (vals, a scratch the
+			// caller fills), once.
+			vals := make([]int64, len(a.params))
+			add := func() {
 				kb = kb[:0]
-				for j := range a.params {
-					kb = binary.LittleEndian.AppendUint64(kb, uint64(val(j)))
+				for _, v := range vals {
+					kb = binary.LittleEndian.AppendUint64(kb, uint64(v))
 				}
-				if seen[string(kb)] {
-					return
+				if !seen[string(kb)] {
+					seen[string(kb)] = true
+					d.keys = append(d.keys, slices.Clone(vals))
 				}
-				seen[string(kb)] = true
-				key := make([]int64, len(a.params))
-				for j := range key {
-					key[j] = val(j)
-				}
-				d.keys = append(d.keys, key)
 			}
 			for k, at := range a.body.atoms {
 				minus, plus := m.deltaMinus[at.table], m.deltaPlus[at.table]
@@ -1062,7 +1058,10 @@ func (m *Materialization) aggregateDeltas(x *exec, s *stratum) (out []aggDelta, 
 					for _, list := range [2][]int32{minus, plus} {
 						for _, row := range list {
 							tup := tb.tuple(row)
-							add(func(j int) int64 { return tup[cols[j]] })
+							for j, c := range cols {
+								vals[j] = tup[c]
+							}
+							add()
 						}
 					}
 					continue
@@ -1076,7 +1075,7 @@ func (m *Materialization) aggregateDeltas(x *exec, s *stratum) (out []aggDelta, 
 				// of the state after it.
 				neg := k >= a.body.npos
 				for i, list := range [2][]int32{minus, plus} {
-					if len(list) > 0 && !m.collectParams(x, a, k, list, (i == 0) != neg, add) {
+					if len(list) > 0 && !m.collectParams(x, a, k, list, (i == 0) != neg, vals, add) {
 						return nil, false
 					}
 				}
@@ -1089,16 +1088,19 @@ func (m *Materialization) aggregateDeltas(x *exec, s *stratum) (out []aggDelta, 
 
 // collectParams enumerates the instantiations of aggregate a's body
 // that take atom k's rows from list, the other atoms reading the state
-// before the update (old) or the current one, and hands add each
-// binding of the params; false when the enumeration failed.
-func (m *Materialization) collectParams(x *exec, a *aggRef, k int, list []int32, old bool, add func(func(int) int64)) bool {
+// before the update (old) or the current one, and calls add with each
+// binding of the params in vals; false when the enumeration failed.
+func (m *Materialization) collectParams(x *exec, a *aggRef, k int, list []int32, old bool, vals []int64, add func()) bool {
 	saveMode, saveFn := x.mode, x.onMatch
 	defer func() { x.mode, x.onMatch = saveMode, saveFn }()
 	x.readAll(len(a.body.atoms), view{old: old})
 	x.views[k] = view{useList: true, list: list}
 	x.mode = emitCollect
 	x.onMatch = func(regs []int64) bool {
-		add(func(j int) int64 { return regs[a.params[j]] })
+		for j, p := range a.params {
+			vals[j] = regs[p]
+		}
+		add()
 		return true
 	}
 	x.err = nil
@@ -1207,9 +1209,11 @@ func (m *Materialization) recomputeStratum(si int, pending [][]int64, allD [][]i
 }
 
 // overDeleteOnce over-deletes in a non-recursive stratum: the stratum's
-// rows that lose a base support, and the heads of instantiations that used
-// a fact deleted below or a negation an insertion below falsified.
-func (m *Materialization) overDeleteOnce(si int, x *exec, baseDoomed, allD [][]int32) error {
+// rows that lose a base support, the heads of instantiations that used a
+// fact deleted below or a negation an insertion below falsified, and the
+// heads aggs' rules gave in the old state for the params whose aggregates
+// may have changed.
+func (m *Materialization) overDeleteOnce(si int, x *exec, baseDoomed, allD [][]int32, aggs []aggDelta) error {
 	s := m.c.strata[si]
 	for _, t := range s.tables {
 		for _, r := range baseDoomed[t] {
@@ -1230,7 +1234,7 @@ func (m *Materialization) overDeleteOnce(si int, x *exec, baseDoomed, allD [][]i
 			}
 		}
 	}
-	return nil
+	return m.runAggregateDeltas(x, aggs, view{old: true}, allD)
 }
 
 // lowerDelta is what atom ai of rule r reads as its delta when the change

@@ -292,9 +292,10 @@ type Inbound struct {
 	// read of the run's pending entries of the entry's kind (or of
 	// Seen.Kinds): the store refuses it (CodeHeadMismatch), writing
 	// nothing, when the run holds a pending entry of those kinds the
-	// writer did not see, one submitted since. Two people approving at the same instant: the second is
-	// refused, reads again, and is told that the first's grant stands.
-	// Entries consumed meanwhile do not count; nil guards nothing.
+	// writer did not see, one submitted since. Two people approving at
+	// the same instant: the second is refused, reads again, and is told
+	// that the first's grant stands. Entries consumed meanwhile do not
+	// count; nil guards nothing.
 	Seen *PendingSeen
 }
 

@@ -165,6 +165,39 @@ func Attenuate(parent SignedCapability, narrower Capability, key ed25519.Private
 	return SignCapability(narrower, key)
 }
 
+// SignChain signs a capability chain, root first, with an operator key:
+// each link after the root is attenuated from the one before it (its
+// Parent set to that link's digest, and refused if it widens it). A link
+// that names a parent already must name that one: a chain is never
+// re-parented silently. What it returns verifies under a Keyring that
+// trusts key (Keyring.Verify); it is what an operator's signing tool
+// writes into a bundle's capabilities.
+func SignChain(links []Capability, key ed25519.PrivateKey) ([]SignedCapability, error) {
+	if len(links) == 0 {
+		return nil, &CapabilityError{"CAPABILITY_MISSING", "", "a chain has at least its root"}
+	}
+	out := make([]SignedCapability, 0, len(links))
+	for i, c := range links {
+		var sc SignedCapability
+		var err error
+		switch {
+		case i == 0 && c.Parent != "":
+			return nil, &CapabilityError{"BROKEN_CHAIN", c.ID, "the root names a parent"}
+		case i == 0:
+			sc, err = SignCapability(c, key)
+		case c.Parent != "" && c.Parent != out[i-1].Capability.Digest():
+			return nil, &CapabilityError{"BROKEN_CHAIN", c.ID, "parent digest does not name the previous link"}
+		default:
+			sc, err = Attenuate(out[i-1], c, key)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
 // Keyring is the set of operator public keys trusted to issue
 // capabilities, by key id. It is configuration, never model output.
 type Keyring map[string]ed25519.PublicKey

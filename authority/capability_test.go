@@ -181,3 +181,69 @@ func TestAttenuationOnlyNarrowsRapid(t *testing.T) {
 		}
 	})
 }
+
+// SignChain parents and signs each link after the root, and refuses what
+// Attenuate or Verify would: a widening link, a root with a parent, a
+// link naming another parent, an empty chain.
+func TestSignChain(t *testing.T) {
+	child := rootCap()
+	child.ID, child.Limits, child.Scopes = "capability:child", map[string]int64{"amount": 100}, []string{"scope:self"}
+	grandchild := child
+	grandchild.ID, grandchild.Destination = "capability:grandchild", "dest:shop"
+	wide := child
+	wide.Limits = map[string]int64{"amount": 9000}
+	parented := child
+	parented.Parent = "sha256:" + fmt.Sprintf("%064d", 0)
+	rooted := rootCap()
+	rooted.Parent = parented.Parent
+	for _, tc := range []struct {
+		name  string
+		links []Capability
+		code  string // "" when the chain signs
+	}{
+		{"root alone", []Capability{rootCap()}, ""},
+		{"three links", []Capability{rootCap(), child, grandchild}, ""},
+		{"empty", nil, "CAPABILITY_MISSING"},
+		{"widening link", []Capability{rootCap(), wide}, "ATTENUATION_WIDENS"},
+		{"widening after a narrowing", []Capability{rootCap(), child, wide}, "ATTENUATION_WIDENS"},
+		{"root with a parent", []Capability{rooted}, "BROKEN_CHAIN"},
+		{"link naming another parent", []Capability{rootCap(), parented}, "BROKEN_CHAIN"},
+		{"malformed link", []Capability{rootCap(), {ID: "capability:x"}}, "MALFORMED_CAPABILITY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chain, err := SignChain(tc.links, operator)
+			if tc.code != "" {
+				if capCode(err) != tc.code || chain != nil {
+					t.Fatalf("signed %d links, err %v; want %s", len(chain), err, tc.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(chain) != len(tc.links) {
+				t.Fatalf("%d links signed of %d", len(chain), len(tc.links))
+			}
+			v, err := ring.Verify(chain)
+			if err != nil {
+				t.Fatalf("a signed chain does not verify: %v", err)
+			}
+			if v.Capability().ID != tc.links[len(tc.links)-1].ID {
+				t.Fatalf("effective capability %s", v.Capability().ID)
+			}
+			// Ed25519 is deterministic: signing again gives the same chain,
+			// and a link given its parent already signs the same.
+			again := append([]Capability(nil), tc.links...)
+			for i := 1; i < len(again); i++ {
+				again[i].Parent = chain[i-1].Capability.Digest()
+			}
+			chain2, err := SignChain(again, operator)
+			if err != nil || fmt.Sprint(chain2) != fmt.Sprint(chain) {
+				t.Fatalf("signed again: %v, %v", chain2, err)
+			}
+			if _, err := NewKeyring(intruder.Public().(ed25519.PublicKey)).Verify(chain); capCode(err) != "UNTRUSTED_KEY" {
+				t.Fatalf("verified under another key: %v", err)
+			}
+		})
+	}
+}

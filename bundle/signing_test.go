@@ -3,7 +3,6 @@ package bundle
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/hex"
 	"flag"
 	"os"
@@ -12,17 +11,12 @@ import (
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/internal/testpki"
 )
 
 var update = flag.Bool("update", false, "rewrite the examples' signed capabilities and operator keys")
 
-// exampleOperator is the examples' operator key, derived from a fixed seed
-// so the committed signatures can be regenerated and checked. It signs
-// nothing outside the examples.
-func exampleOperator() ed25519.PrivateKey {
-	seed := sha256.Sum256([]byte("flrh example operator key"))
-	return ed25519.NewKeyFromSeed(seed[:])
-}
+var exampleOperator = testpki.ExampleOperator
 
 // exampleCapabilities are the operator-issued capability chains of each
 // example bundle, root first.

@@ -489,9 +489,17 @@ func Compile(files map[string][]byte) (*Workflow, error) {
 
 // compileManifest compiles the bundle whose manifest is file name.
 func (c *compiler) compileManifest(name string) (*Workflow, *Error) {
+	if err := c.readManifest(name); err != nil {
+		return nil, err
+	}
+	return c.compile()
+}
+
+// readManifest decodes the manifest, file name, into c.root.
+func (c *compiler) readManifest(name string) *Error {
 	raw, yerr := c.document(name, c.files[name], false)
 	if yerr != nil {
-		return nil, yerr
+		return yerr
 	}
 	v, err := cjson.Decode(raw)
 	if err != nil {
@@ -500,14 +508,14 @@ func (c *compiler) compileManifest(name string) (*Workflow, *Error) {
 		if ce != nil {
 			ptr = ce.Pointer
 		}
-		return nil, bundleErr(CodeMalformed, ManifestFile, ptr, "not flrh-cjson JSON: %v", err)
+		return bundleErr(CodeMalformed, ManifestFile, ptr, "not flrh-cjson JSON: %v", err)
 	}
 	root, ok := v.(map[string]any)
 	if !ok {
-		return nil, bundleErr(CodeMalformed, ManifestFile, "/", "must be a JSON object")
+		return bundleErr(CodeMalformed, ManifestFile, "/", "must be a JSON object")
 	}
 	c.root = root
-	return c.compile()
+	return nil
 }
 
 type compiler struct {
@@ -1051,15 +1059,11 @@ func (c *compiler) authority(w *Workflow) *Error {
 		}
 		manifests[m.EffectType] = m
 	}
-	keyHex, err := c.str("/operator_key", c.root["operator_key"], false)
+	key, err := c.operatorKey()
 	if err != nil {
 		return err
 	}
-	key, herr := hex.DecodeString(keyHex)
-	if herr != nil || len(key) != ed25519.PublicKeySize {
-		return malformed("/operator_key", "must be a hex Ed25519 public key (%d bytes)", ed25519.PublicKeySize)
-	}
-	keyring := authority.NewKeyring(ed25519.PublicKey(key))
+	keyring := authority.NewKeyring(key)
 	capName, capSrc, err := c.file("/capabilities")
 	if err != nil {
 		return err
@@ -1119,32 +1123,40 @@ func (c *compiler) authority(w *Workflow) *Error {
 	return nil
 }
 
+// operatorKey is the manifest's operator_key: the Ed25519 public key
+// every capability of the bundle is signed by.
+func (c *compiler) operatorKey() (ed25519.PublicKey, *Error) {
+	keyHex, err := c.str("/operator_key", c.root["operator_key"], false)
+	if err != nil {
+		return nil, err
+	}
+	key, herr := hex.DecodeString(keyHex)
+	if herr != nil || len(key) != ed25519.PublicKeySize {
+		return nil, malformed("/operator_key", "must be a hex Ed25519 public key (%d bytes)", ed25519.PublicKeySize)
+	}
+	return ed25519.PublicKey(key), nil
+}
+
 // parseChains reads {"chains": [[root, child, …], …]} and verifies every
 // chain against the operator key now, so a bundle with a forged or broken
 // chain never loads; the verified chains are what every decision is
 // handed, so no tick checks the signatures again.
 func parseChains(name string, src []byte, keyring authority.Keyring) ([][]authority.SignedCapability, []authority.VerifiedCapability, *Error) {
-	v, err := cjson.Decode(src)
-	if err != nil {
-		return nil, nil, bundleErr(CodeMalformed, name, "", "not flrh-cjson JSON: %v", err)
-	}
-	m, ok := v.(map[string]any)
-	raw, ok2 := m["chains"].([]any)
-	if !ok || !ok2 || len(m) != 1 {
-		return nil, nil, bundleErr(CodeMalformed, name, "/", "must be {\"chains\": [[signed capability, …], …]}")
+	raw, cerr := rawChains(name, src)
+	if cerr != nil {
+		return nil, nil, cerr
 	}
 	var out [][]authority.SignedCapability
 	var verified []authority.VerifiedCapability
-	for i, rc := range raw {
+	for i, links := range raw {
 		ptr := fmt.Sprintf("/chains/%d", i)
-		links, ok := rc.([]any)
-		if !ok || len(links) == 0 {
-			return nil, nil, bundleErr(CodeMalformed, name, ptr, "must be a non-empty array, root first")
-		}
 		var chain []authority.SignedCapability
 		for j, l := range links {
 			var sc authority.SignedCapability
 			if err := strictDecode(l, &sc); err != nil {
+				if unsigned(l) {
+					return nil, nil, bundleErr(CodeBadCapability, name, fmt.Sprintf("%s/%d", ptr, j), "a capability not signed yet: sign the bundle's capabilities with its operator key (flrh bundle sign)")
+				}
 				return nil, nil, bundleErr(CodeMalformed, name, fmt.Sprintf("%s/%d", ptr, j), "not a signed capability: %v", err)
 			}
 			chain = append(chain, sc)
@@ -1157,6 +1169,41 @@ func parseChains(name string, src []byte, keyring authority.Keyring) ([][]author
 		verified = append(verified, v)
 	}
 	return out, verified, nil
+}
+
+// rawChains decodes a capabilities file, {"chains": [[link, …], …]}, into
+// each chain's links, not yet read.
+func rawChains(name string, src []byte) ([][]any, *Error) {
+	v, err := cjson.Decode(src)
+	if err != nil {
+		return nil, bundleErr(CodeMalformed, name, "", "not flrh-cjson JSON: %v", err)
+	}
+	m, ok := v.(map[string]any)
+	raw, ok2 := m["chains"].([]any)
+	if !ok || !ok2 || len(m) != 1 {
+		return nil, bundleErr(CodeMalformed, name, "/", "must be {\"chains\": [[signed capability, …], …]}")
+	}
+	out := make([][]any, len(raw))
+	for i, rc := range raw {
+		links, ok := rc.([]any)
+		if !ok || len(links) == 0 {
+			return nil, bundleErr(CodeMalformed, name, fmt.Sprintf("/chains/%d", i), "must be a non-empty array, root first")
+		}
+		out[i] = links
+	}
+	return out, nil
+}
+
+// unsigned reports whether a link is a capability written bare, as an
+// operator writes it before signing: an id of its own, no signature.
+func unsigned(link any) bool {
+	m, ok := link.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, id := m["id"]
+	_, signed := m["capability"]
+	return id && !signed
 }
 
 func (c *compiler) adapters(w *Workflow) *Error {

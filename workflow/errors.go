@@ -14,6 +14,7 @@ const (
 	CodeVersionMismatch = "VERSION_MISMATCH" // the version envelope disagrees with a component
 	CodeBadController   = "BAD_CONTROLLER"   // the AIF controller's model does not decode
 	CodeBadLoop         = "BAD_LOOP"         // the loop section does not fit the loop contract
+	CodeKeyMismatch     = "KEY_MISMATCH"     // the key signing capabilities is not the bundle's operator key
 )
 
 // Error is a bundle that cannot be compiled: which file, where in it (a

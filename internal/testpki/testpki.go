@@ -1,5 +1,6 @@
-// Package testpki makes certificate authorities and the certificates they
-// sign, for tests of TLS to effect destinations.
+// Package testpki makes keys for tests: certificate authorities and the
+// certificates they sign, for tests of TLS to effect destinations, and the
+// examples' operator key, which signs their capabilities.
 package testpki
 
 import (

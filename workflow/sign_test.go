@@ -268,3 +268,36 @@ func toAny(ss []string) []any {
 	}
 	return out
 }
+
+// FuzzSignCapabilities: whatever an operator's capabilities file holds,
+// in JSON or YAML, signing never panics, refuses with an *Error, or
+// writes a file the bundle compiles with.
+func FuzzSignCapabilities(f *testing.F) {
+	base := readBundle(f, "../examples/refund-agent")
+	f.Add(base["capabilities.json"], false)
+	f.Add(bareCapabilities(f, base["capabilities.json"]), false)
+	f.Add([]byte("chains:\n  - - id: capability:x\n      effect_type: refund.pay\n      destination: dest:*\n      scopes: [scope:refunds]\n      expiry: 9\n    - id: capability:y\n      effect_type: refund.pay\n      destination: dest:payments\n      scopes: [scope:refunds]\n      expiry: 8\n"), true)
+	f.Add([]byte(`{"chains": [[{"id": "capability:x", "effect_type": "refund.pay", "destination": "dest:payments", "scopes": ["scope:refunds"], "limits": {"amount": -1}, "not_before": 3, "expiry": 4, "parent": ""}]]}`), false)
+	f.Fuzz(func(t *testing.T, src []byte, asYAML bool) {
+		files, name := maps.Clone(base), "capabilities.json"
+		if asYAML {
+			name = "capabilities.yml"
+			v, _ := cjson.Decode(files[ManifestFile])
+			v.(map[string]any)["capabilities"] = name
+			files[ManifestFile], _ = cjson.Marshal(v)
+		}
+		files[name] = src
+		s, err := SignCapabilities(files, "", nil, testpki.ExampleOperator())
+		if err != nil {
+			var we *Error
+			if !errors.As(err, &we) || s != nil {
+				t.Fatalf("not an *Error: %v", err)
+			}
+			return
+		}
+		files[name] = s.Bytes
+		if _, err := Compile(files); err != nil {
+			t.Fatalf("a signed bundle does not compile: %v\n%s", err, s.Bytes)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"flrh.dev/flrh/authority"
@@ -109,5 +110,55 @@ func TestExampleCapabilitiesAreSigned(t *testing.T) {
 				t.Errorf("%s: chain %d: %v", name, i, err)
 			}
 		}
+	}
+}
+
+// Sign writes a YAML bundle's capabilities in YAML, keeps the file's mode,
+// and leaves a file that already holds what it would write untouched.
+func TestSignWritesTheBundlesFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "yaml")
+	if _, err := WriteYAML(filepath.Join("..", "examples", "refund-agent"), dir); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "capabilities.yaml")
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	before, _, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Sign(dir, "", exampleOperator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Path != path || s.Unchanged || s.Chains != 1 || s.Links != 1 {
+		t.Fatalf("%+v", s)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(b, s.Bytes) || !bytes.HasPrefix(b, []byte("# Signed by the bundle's operator key")) {
+		t.Fatalf("%s: %v\n%s", path, err, b)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v, %v", fi.Mode(), err)
+	}
+	after, _, err := Load(dir)
+	if err != nil || after.ID() != before.ID() || after.Digest() == before.Digest() {
+		t.Fatalf("loaded after signing: %v (digest %s, before %s)", err, after.Digest(), before.Digest())
+	}
+	// Nothing else was left in the directory.
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Fatalf("left behind: %s", e.Name())
+		}
+	}
+	fi, _ := os.Stat(path)
+	again, err := Sign(dir, "", exampleOperator())
+	if err != nil || !again.Unchanged {
+		t.Fatalf("signed again: %+v, %v", again, err)
+	}
+	if fi2, _ := os.Stat(path); !fi2.ModTime().Equal(fi.ModTime()) || !os.SameFile(fi, fi2) {
+		t.Fatal("a file that held the signed bytes was written again")
 	}
 }

@@ -90,6 +90,7 @@ is not a bundle written in JSON.`,
 		return nil
 	}
 	cmd.AddCommand(check, toYAML)
+	cmd.AddCommand(operatorKeyCommands()...)
 	rootCmd.AddCommand(cmd)
 }
 

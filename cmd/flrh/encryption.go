@@ -167,15 +167,29 @@ func reloadKeys(log *slog.Logger) {
 	log.Info("encryption keys reloaded", "source", src.name, "primary", ring.Primary())
 }
 
-// keysFromCommand runs command with /bin/sh, with no input, in the
-// process's environment (a key service's CLI finds its credentials there),
-// and parses what it prints as a key file. The command's process group is
-// killed when it outlasts keyCommandTimeout, so a child it left behind
-// holding its output open does not hang the caller. The error names the
-// source (from), the exit status and the last line the command wrote to
-// standard error, never the command (it may carry a token) nor what it
-// printed (it may be a key).
+// keysFromCommand runs command (commandOutput) and parses what it prints
+// as a key file.
 func keysFromCommand(from, command string) (*sealed.Keyring, error) {
+	out, err := commandOutput(from, command)
+	if err != nil {
+		return nil, err
+	}
+	k, err := sealed.Parse(out)
+	if err != nil {
+		return nil, usagef("%s printed no keyring: %v", from, err)
+	}
+	return k, nil
+}
+
+// commandOutput runs command with /bin/sh, with no input, in the
+// process's environment (a key service's CLI finds its credentials there),
+// and returns what it printed. The command's process group is killed when
+// it outlasts keyCommandTimeout, so a child it left behind holding its
+// output open does not hang the caller. The error names the source (from),
+// the exit status and the last line the command wrote to standard error,
+// never the command (it may carry a token) nor what it printed (it may be
+// a key).
+func commandOutput(from, command string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), keyCommandTimeout)
 	defer cancel()
 	c := exec.CommandContext(ctx, "/bin/sh", "-c", command)
@@ -193,21 +207,17 @@ func keysFromCommand(from, command string) (*sealed.Keyring, error) {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("%s did not finish within %v%s", from, keyCommandTimeout, stderr.lastLine())
+		return "", fmt.Errorf("%s did not finish within %v%s", from, keyCommandTimeout, stderr.lastLine())
 	case err != nil:
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			return nil, fmt.Errorf("%s failed (%v)%s", from, exit.ProcessState, stderr.lastLine())
+			return "", fmt.Errorf("%s failed (%v)%s", from, exit.ProcessState, stderr.lastLine())
 		}
-		return nil, fmt.Errorf("%s: %v", from, err)
+		return "", fmt.Errorf("%s: %v", from, err)
 	case stdout.over:
-		return nil, usagef("%s printed more than %d KiB; it should print the keys alone", from, keyCommandMaxOutput>>10)
+		return "", usagef("%s printed more than %d KiB; it should print the keys alone", from, keyCommandMaxOutput>>10)
 	}
-	k, err := sealed.Parse(stdout.String())
-	if err != nil {
-		return nil, usagef("%s printed no keyring: %v", from, err)
-	}
-	return k, nil
+	return stdout.String(), nil
 }
 
 // cappedBuffer keeps at most max bytes of what is written to it: the

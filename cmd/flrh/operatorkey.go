@@ -1,0 +1,299 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/authority"
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/workflow"
+)
+
+// operatorKeyFileEnv and operatorKeyCommandEnv give the operator key to
+// flrh bundle sign and flrh bundle key public when no flag does.
+const (
+	operatorKeyFileEnv    = "FLRH_OPERATOR_KEY_FILE"
+	operatorKeyCommandEnv = "FLRH_OPERATOR_KEY_COMMAND"
+)
+
+// operatorKeyFlags are the flags naming where an operator key is read.
+type operatorKeyFlags struct{ file, command string }
+
+func (f *operatorKeyFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.file, "key", "", "the operator's private key: a PEM PKCS#8 Ed25519 key file, mode 0600 (flrh bundle key new, or openssl genpkey -algorithm ed25519, writes one); default: "+operatorKeyFileEnv+" if set")
+	cmd.Flags().StringVar(&f.command, "key-command", "", "run this shell command and read the key from what it prints, in the key file's format (a key service's or a password manager's CLI: nothing written to disk); default: "+operatorKeyCommandEnv+" if set")
+}
+
+// read returns the operator key from the one source given (a flag or a
+// variable; more than one is refused rather than guessed at). A key file inside the bundle directory dir (when dir
+// is not "") is refused: it would travel with the bundle.
+func (f operatorKeyFlags) read(dir string) (ed25519.PrivateKey, error) {
+	var given []keySource
+	for _, s := range []keySource{
+		{"--key", f.file}, {"--key-command", f.command},
+		{operatorKeyFileEnv, os.Getenv(operatorKeyFileEnv)}, {operatorKeyCommandEnv, os.Getenv(operatorKeyCommandEnv)},
+	} {
+		if s.value != "" {
+			given = append(given, s)
+		}
+	}
+	if len(given) > 1 {
+		names := make([]string, len(given))
+		for i, g := range given {
+			names[i] = g.name
+		}
+		return nil, usagef("%s are all given; give one source of the operator key", strings.Join(names, " and "))
+	}
+	if len(given) == 0 {
+		return nil, usagef("no operator key: give --key FILE or --key-command CMD (or set %s or %s)", operatorKeyFileEnv, operatorKeyCommandEnv)
+	}
+	src := given[0]
+	if strings.HasSuffix(src.name, "-command") || src.name == operatorKeyCommandEnv {
+		out, err := commandOutput(src.name, src.value)
+		if err != nil {
+			return nil, err
+		}
+		k, err := parseOperatorKey([]byte(out))
+		if err != nil {
+			return nil, usagef("%s printed no operator key: %v", src.name, err)
+		}
+		return k, nil
+	}
+	if dir != "" && within(src.value, dir) {
+		return nil, usagef("%s %s is inside the bundle %s: a private key must not travel with the bundle; move it out", src.name, src.value, dir)
+	}
+	fi, err := os.Stat(src.value)
+	if err != nil {
+		return nil, usagef("%s: %v", src.name, err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, usagef("%s %s is readable by others (mode %v); chmod 600 it", src.name, src.value, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(src.value)
+	if err != nil {
+		return nil, usagef("%s: %v", src.name, err)
+	}
+	k, err := parseOperatorKey(b)
+	if err != nil {
+		return nil, usagef("%s %s: %v", src.name, src.value, err)
+	}
+	return k, nil
+}
+
+// within reports whether file lies in directory dir.
+func within(file, dir string) bool {
+	f, err1 := filepath.Abs(file)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, filepath.Dir(f))
+	return err == nil && rel == "."
+}
+
+// parseOperatorKey reads an Ed25519 private key written as one PEM
+// "PRIVATE KEY" block (PKCS#8), as flrh bundle key new and openssl
+// genpkey -algorithm ed25519 write it; nothing but blank space may
+// surround it.
+func parseOperatorKey(b []byte) (ed25519.PrivateKey, error) {
+	block, rest := pem.Decode(b)
+	switch {
+	case block == nil:
+		return nil, errors.New("not a PEM key: a PRIVATE KEY block (PKCS#8 Ed25519) is expected")
+	case len(strings.TrimSpace(string(rest))) > 0:
+		return nil, errors.New("more than one PEM block: one PRIVATE KEY block is expected")
+	case block.Type == "ENCRYPTED PRIVATE KEY":
+		return nil, errors.New("an encrypted key: give it through --key-command, by a command that decrypts it (openssl pkey -in FILE)")
+	case block.Type != "PRIVATE KEY":
+		return nil, fmt.Errorf("a PEM %s block: a PRIVATE KEY block (PKCS#8 Ed25519) is expected", block.Type)
+	case len(block.Headers) > 0:
+		return nil, errors.New("a PEM block with headers: a plain PRIVATE KEY block is expected")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("not a PKCS#8 private key: %v", err)
+	}
+	ed, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("a %T: an operator key is Ed25519", k)
+	}
+	return ed, nil
+}
+
+// encodeOperatorKey writes key as parseOperatorKey reads it.
+func encodeOperatorKey(key ed25519.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// operatorKeyReport is what flrh bundle key prints of a key.
+type operatorKeyReport struct {
+	File        string `json:"file,omitempty"` // the file written, by key new
+	OperatorKey string `json:"operator_key"`   // hex, for the manifest
+	KeyID       string `json:"key_id"`         // as signed capabilities name it
+}
+
+func newOperatorKeyReport(file string, key ed25519.PrivateKey) operatorKeyReport {
+	pub := key.Public().(ed25519.PublicKey)
+	return operatorKeyReport{File: file, OperatorKey: hex.EncodeToString(pub), KeyID: authority.KeyID(pub)}
+}
+
+func (r operatorKeyReport) print(w io.Writer) {
+	if r.File != "" {
+		fmt.Fprintf(w, "wrote a new operator key to %s (mode 0600); keep it secret and out of every bundle\n", r.File)
+		fmt.Fprintf(w, "name it in the bundle's manifest:\n")
+	}
+	fmt.Fprintf(w, "operator_key: %s\n", r.OperatorKey)
+}
+
+// signReport is what flrh bundle sign did, and the bundle check after.
+type signReport struct {
+	File      string       `json:"file"`
+	Unchanged bool         `json:"unchanged"`
+	KeyID     string       `json:"key_id"`
+	Chains    int          `json:"chains"`
+	Links     int          `json:"capabilities"`
+	Bundle    bundleReport `json:"bundle"`
+}
+
+func (r signReport) print(w io.Writer) {
+	verb := "signed"
+	if r.Unchanged {
+		verb = "signed (unchanged)"
+	}
+	fmt.Fprintf(w, "%s %s: %d chains, %d capabilities, under %s\n", verb, r.File, r.Chains, r.Links, r.KeyID)
+	bundleReports{r.Bundle}.print(w)
+}
+
+func operatorKeyCommands() []*cobra.Command {
+	key := &cobra.Command{Use: "key", Short: "Make an operator key, or show the public key a bundle names"}
+	newKey := &cobra.Command{Use: "new FILE",
+		Short: "Write a new Ed25519 operator key to FILE, and print the operator_key a bundle names it by",
+		Long: `new writes a new Ed25519 private key to FILE (PEM PKCS#8, mode 0600; FILE
+must not exist and must not be in a bundle directory) and prints its public
+key, the operator_key a bundle's manifest names. The key signs the
+bundle's capabilities (flrh bundle sign): whoever holds it decides what
+the bundle's agents may be authorized to do. Keep it where the bundle is
+not: a key service, a password manager, an operator's machine.
+
+openssl genpkey -algorithm ed25519 writes a key in the same format.`,
+		Args: cobra.ExactArgs(1)}
+	newJSON := newKey.Flags().Bool("json", false, "print JSON")
+	newKey.RunE = func(cmd *cobra.Command, args []string) error {
+		path := args[0]
+		if bundle.IsDir(filepath.Dir(path)) {
+			return usagef("%s is a bundle directory: a private key must not travel with the bundle", filepath.Dir(path))
+		}
+		_, key, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return err
+		}
+		b, err := encodeOperatorKey(key)
+		if err != nil {
+			return err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			return usagef("%s exists: key new writes a new file, never over another key", path)
+		}
+		if err != nil {
+			return usagef("%v", err)
+		}
+		_, err = f.Write(b)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(path)
+			return err
+		}
+		return finishReport(cmd.OutOrStdout(), *newJSON, newOperatorKeyReport(path, key), nil, false)
+	}
+	var pubFlags operatorKeyFlags
+	public := &cobra.Command{Use: "public",
+		Short: "Print the public key of an operator key: the operator_key a bundle names",
+		Args:  cobra.NoArgs}
+	pubFlags.add(public)
+	pubJSON := public.Flags().Bool("json", false, "print JSON")
+	public.RunE = func(cmd *cobra.Command, _ []string) error {
+		k, err := pubFlags.read("")
+		if err != nil {
+			return err
+		}
+		return finishReport(cmd.OutOrStdout(), *pubJSON, newOperatorKeyReport("", k), nil, false)
+	}
+	key.AddCommand(newKey, public)
+
+	var signFlags operatorKeyFlags
+	sign := &cobra.Command{Use: "sign DIR",
+		Short: "Sign a bundle's capabilities with its operator key",
+		Long: `sign signs the capability chains of the bundle in DIR with the operator key
+and writes them into the capabilities file its manifest names, then checks
+the bundle as flrh bundle check does.
+
+An operator writes each capability bare, in JSON or YAML:
+
+  {"chains": [[{"id": "capability:refund.pay", "effect_type": "refund.pay",
+                "destination": "dest:payments", "scopes": ["scope:refunds"],
+                "limits": {"amount": 10000}, "not_before": 0, "expiry": 1099511627776}]]}
+
+A chain is its root and, optionally, narrower capabilities after it (each
+parented on the one before and refused if it widens it); limits and
+not_before may be left out. Links signed before are signed again, so sign
+is also how a capability is changed, added, or moved to a new key (set
+operator_key to the new key first). The chains are read from the
+capabilities file itself, or from --from FILE.
+
+The key must be the one the manifest's operator_key names: a bundle signed
+by a key it does not trust would not load. Nothing is written when anything
+is refused; the file is replaced whole. Signing is deterministic: the same
+chains and key give the same bytes, and the bundle's digest does not move.
+
+Exit status: 0 when signed and the bundle compiles, 1 when the bundle does
+not compile for another reason (the capabilities are signed all the same),
+2 when nothing could be signed.`,
+		Args: cobra.ExactArgs(1)}
+	signFlags.add(sign)
+	from := sign.Flags().String("from", "", "read the capabilities to sign from this file (JSON, or YAML when named *.yaml) instead of the bundle's own")
+	signJSON := sign.Flags().Bool("json", false, "print JSON")
+	sign.RunE = func(cmd *cobra.Command, args []string) error {
+		dir := args[0]
+		if !bundle.IsDir(dir) {
+			return usagef("%s is not a bundle directory", dir)
+		}
+		k, err := signFlags.read(dir)
+		if err != nil {
+			return err
+		}
+		s, err := bundle.Sign(dir, *from, k)
+		if err != nil {
+			var we *workflow.Error
+			if errors.As(err, &we) {
+				return usageError{err}
+			}
+			return usagef("%v", err)
+		}
+		w, a, lerr := bundle.Load(dir)
+		rep := signReport{File: s.Path, Unchanged: s.Unchanged, KeyID: s.KeyID, Chains: s.Chains, Links: s.Links,
+			Bundle: checkBundle(dir, w, a, lerr, false, bundle.OSEnv())}
+		return finishReport(cmd.OutOrStdout(), *signJSON, rep, nil, !rep.Bundle.OK)
+	}
+	return []*cobra.Command{key, sign}
+}

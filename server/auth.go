@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -153,7 +155,8 @@ func (t *Tokens) lookup(token string) (Principal, bool) {
 // authenticate finds who is calling. With tokens configured, a valid
 // bearer token is required; without, only loopback callers are served.
 func (s *Server) authenticate(r *http.Request) (Principal, *Error) {
-	if s.cfg.Tokens == nil {
+	tokens := s.tokens.Load()
+	if tokens == nil {
 		if !loopbackRequest(r) {
 			return Principal{}, apiErr(http.StatusForbidden, TypeForbidden, "", "this server has no tokens configured and serves loopback clients only")
 		}
@@ -167,11 +170,65 @@ func (s *Server) authenticate(r *http.Request) (Principal, *Error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "the Authorization header must be: Bearer TOKEN")
 	}
-	p, found := s.cfg.Tokens.lookup(strings.TrimSpace(token))
+	p, found := tokens.lookup(strings.TrimSpace(token))
 	if !found {
 		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "unknown token")
 	}
 	return p, nil
+}
+
+// SetTokens puts t in place of the tokens callers are authenticated
+// with: a token file read again (flrh serve on SIGHUP). Requests from then
+// on are authenticated by t, and an open event stream whose token t no
+// longer grants reading ends at its next turn, so that revoking a leaked
+// token closes what it opened. Whether the server authenticates at all is
+// fixed when it starts (it listens beyond loopback only with tokens), so
+// a server started without tokens is not given any, nor one started with
+// them left without.
+func (s *Server) SetTokens(t *Tokens) error {
+	if (t == nil) != (s.tokens.Load() == nil) {
+		return fmt.Errorf("server: tokens are replaced, never given to a server started without them nor taken from one started with them")
+	}
+	s.swappedMu.Lock()
+	defer s.swappedMu.Unlock()
+	s.tokens.Store(t)
+	close(s.swapped)
+	s.swapped = make(chan struct{})
+	return nil
+}
+
+// ErrTokenRevoked is the cause a streaming request's context is
+// cancelled with when the tokens put in place no longer grant what its
+// token was granted as it came in.
+var ErrTokenRevoked = errors.New("server: the request's token was revoked")
+
+// swappedChan is the channel SetTokens closes when it next puts tokens in
+// place.
+func (s *Server) swappedChan() <-chan struct{} {
+	s.swappedMu.Lock()
+	defer s.swappedMu.Unlock()
+	return s.swapped
+}
+
+// watchRevocation cancels a streaming request (cancel, with
+// ErrTokenRevoked) once the tokens in place no longer grant its token
+// perm, until the request ends (ctx). The channel to wait on next is
+// taken before the tokens are checked, so a swap after the check is not
+// missed.
+func (s *Server) watchRevocation(ctx context.Context, cancel context.CancelCauseFunc, r *http.Request, perm permission) {
+	swapped := s.swappedChan()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-swapped:
+		}
+		swapped = s.swappedChan()
+		if p, err := s.authenticate(r); err != nil || !p.may(perm) {
+			cancel(ErrTokenRevoked)
+			return
+		}
+	}
 }
 
 // loopbackRequest checks both the peer address and the Host header, so a

@@ -78,13 +78,20 @@ type Config struct {
 
 // Server is the HTTP API. It is an http.Handler.
 type Server struct {
-	cfg       Config
-	log       *slog.Logger
-	mux       *http.ServeMux
-	metrics   *metrics
-	tracer    trace.Tracer // nil without tracing
-	streams   atomic.Int64
-	draining  atomic.Bool // Drain was called: readiness probes answer 503
+	cfg      Config
+	log      *slog.Logger
+	mux      *http.ServeMux
+	metrics  *metrics
+	tracer   trace.Tracer // nil without tracing
+	streams  atomic.Int64
+	draining atomic.Bool // Drain was called: readiness probes answer 503
+	// tokens authenticates callers: cfg.Tokens at first, then what
+	// SetTokens puts in its place; nil serves loopback callers only.
+	tokens atomic.Pointer[Tokens]
+	// swapped is closed, and replaced, each time SetTokens puts new
+	// tokens in place: streaming requests wait on it (watchRevocation).
+	swappedMu sync.Mutex
+	swapped   chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
 }
@@ -125,6 +132,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.NewRunID = func() string { return "run-" + randomHex(8) }
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan struct{}), tracer: newTracer(cfg.Tracer)}
+	s.tokens.Store(cfg.Tokens)
+	s.swapped = make(chan struct{})
 	m, err := newMetrics(cfg.Metrics, s)
 	if err != nil {
 		return nil, err
@@ -272,6 +281,12 @@ func (s *Server) wrap(rt route) http.Handler {
 				if !p.may(rt.Perm) {
 					failure = apiErr(http.StatusForbidden, TypeForbidden, "", "actor %s (roles %s) may not %s", p.Actor, strings.Join(p.Roles, ","), rt.Perm)
 					return
+				}
+				if rt.streams && s.tokens.Load() != nil {
+					ctx, cancel := context.WithCancelCause(r.Context())
+					defer cancel(nil)
+					r = r.WithContext(ctx)
+					go s.watchRevocation(ctx, cancel, r, rt.Perm)
 				}
 			}
 			if err := rt.handle(s, sw, r, who); err != nil {

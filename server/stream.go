@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -123,7 +125,8 @@ const heartbeat = 15 * time.Second
 // each event is "id: SEQ", "event: KIND", "data: <EventView JSON>". A
 // client resumes with Last-Event-ID (or ?after=SEQ). When the run has
 // ended and every event is sent, a final "event: end" carries the run's
-// header and the stream closes.
+// header and the stream closes. A stream whose token is revoked (SetTokens)
+// ends with "event: revoked".
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	id, err := runQuery(r, "after")
 	if err != nil {
@@ -174,6 +177,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ Principal) err
 			if ctx.Err() == nil {
 				s.log.Warn("stream read", "request_id", requestID(r), "run_id", id, "err", err.Error())
 			}
+			endIfRevoked(ctx, w, rc)
 			return nil
 		}
 		for _, e := range evs {
@@ -199,6 +203,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ Principal) err
 		}
 		select {
 		case <-ctx.Done():
+			endIfRevoked(ctx, w, rc)
 			return nil
 		case <-s.closing():
 			fmt.Fprint(w, "event: shutdown\ndata: {}\n\n")
@@ -211,6 +216,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ Principal) err
 				return nil
 			}
 		}
+	}
+}
+
+// endIfRevoked tells a stream's client, with "event: revoked", that it
+// ends because its token was revoked, when that is why ctx is done.
+func endIfRevoked(ctx context.Context, w io.Writer, rc *http.ResponseController) {
+	if errors.Is(context.Cause(ctx), ErrTokenRevoked) {
+		fmt.Fprint(w, "event: revoked\ndata: {}\n\n")
+		rc.Flush()
 	}
 }
 

@@ -108,6 +108,12 @@ type tokenFile struct {
 func ParseTokens(data []byte) (*Tokens, error) {
 	var f tokenFile
 	if err := decodeStrict(data, "tokens", &f); err != nil {
+		// What is wrong with a token is said without the token: the error
+		// reaches a terminal, and a log when the file is read again.
+		var ae *Error
+		if errors.As(err, &ae) && strings.HasSuffix(ae.Field, "/token") {
+			ae.Message = "a token is 16 to 512 printable ASCII characters, no spaces (the value is not shown)"
+		}
 		return nil, fmt.Errorf("token file: %w", err)
 	}
 	t := &Tokens{byDigest: map[[32]byte]Principal{}}

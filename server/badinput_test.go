@@ -210,6 +210,8 @@ func TestParseTokens(t *testing.T) {
 		`{"tokens":[{"actor":"a","roles":["viewer"],"token":"0123456789abcdef"},{"actor":"b","roles":["agent"],"token":"0123456789abcdef"}]}`,
 		`{"tokens":[{"actor":"a","roles":["viewer"],"token":"0123456789abcdef","extra":1}]}`,
 		`{"tokens":[{"actor":"a b","roles":["viewer"],"token":"0123456789abcdef"}]}`,
+		`{"tokens":[{"actor":"a","roles":["viewer"],"token":"0123456789abcdef with a space"}]}`,
+		`{"tokens":[{"actor":"a","roles":["viewer"],"token":"0123456789abcdef` + strings.Repeat("x", 600) + `"}]}`,
 	} {
 		if _, err := ParseTokens([]byte(bad)); err == nil {
 			t.Errorf("ParseTokens accepted %s", bad)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"flrh.dev/flrh/internal/atomicfile"
 	"flrh.dev/flrh/workflow"
 )
 
@@ -50,47 +51,8 @@ func Sign(dir, from string, key ed25519.PrivateKey) (*Signed, error) {
 		out.Unchanged = true
 		return out, nil
 	}
-	if err := replaceFile(out.Path, s.Bytes); err != nil {
+	if err := atomicfile.Replace(out.Path, s.Bytes, 0); err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
 	return out, nil
-}
-
-// replaceFile puts b in place of the file at path, keeping its mode: a
-// temporary file beside it, written and synced, renamed over it, and the
-// directory synced so that the rename is durable.
-func replaceFile(path string, b []byte) error {
-	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
-	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

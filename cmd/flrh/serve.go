@@ -51,12 +51,17 @@ TOKEN", and the token's roles decide what it may do:
   approver    read, approve and deny what a run waits for
   reconciler  read, settle effects whose outcome is unknown
 
-The token file:
+The token file (flrh tokens add, list, revoke and hash edit it):
 
   {"tokens": [
     {"actor": "alice", "roles": ["approver"], "token": "a long random string"},
     {"actor": "ci-bot", "roles": ["agent"], "token_sha256": "<hex sha256 of the token>"}
   ]}
+
+SIGHUP reads the token file again (and the encryption keys, the bundles'
+adapters and the notice routes): a token added works at once, a revoked one
+is refused, and the event streams it opened end. A file that does not parse
+leaves the tokens as they were, and the log says why.
 
 Logs are JSON lines on standard error (--log-level debug adds every tick and
 control transition). /metrics serves Prometheus metrics to any authenticated
@@ -99,7 +104,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	backupKeep := cmd.Flags().Int("backup-keep", 7, "with --backup-dir: how many of the newest backups to keep")
 	pruneAge := cmd.Flags().Duration("prune-ended-after", 0, "prune the runs that ended this long ago (720h, say), as flrh store prune does: at start, then every --prune-every; 0 prunes nothing")
 	pruneDir := cmd.Flags().String("prune-archive", "", "with --prune-ended-after: archive each run into this directory first")
-	reloadEvery := cmd.Flags().Duration("reload-adapters-every", 0, "look this often at the variables and files the bundles' adapters read (and the --notify-routes file with those it names), and rebuild what changed, as SIGHUP does (a credential rotated by swapping a mounted file); 0 looks only on SIGHUP")
+	reloadEvery := cmd.Flags().Duration("reload-adapters-every", 0, "look this often at the variables and files the bundles' adapters read (and the --notify-routes file with those it names, and the --tokens file), and rebuild what changed, as SIGHUP does (a credential rotated by swapping a mounted file); 0 looks only on SIGHUP")
 	pruneDiscard := cmd.Flags().Bool("prune-discard", false, "with --prune-ended-after: remove the records without archiving them")
 	pruneEvery := cmd.Flags().Duration("prune-every", time.Hour, "with --prune-ended-after: how long between passes")
 	pruneCompress := cmd.Flags().Bool("prune-compress", false, "with --prune-archive: write each archive gzip-compressed, as flrh store prune --compress does")
@@ -360,6 +365,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if hooks != nil {
 			chores.Go(func() { hooks.Run(runCtx) })
 		}
+		if *reloadEvery > 0 && tokens != nil {
+			chores.Go(func() { tokenReload{*tokensFile, srv}.watch(runCtx, *reloadEvery, log) })
+		}
 		if *reloadEvery > 0 && hooks != nil && nf.routes != "" {
 			chores.Go(func() { nf.watchRoutes(runCtx, *reloadEvery, hooks, log) })
 		}
@@ -383,6 +391,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 					return
 				case <-hup:
 					reloadKeys(log)
+					if tokens != nil {
+						tokenReload{*tokensFile, srv}.reload(log)
+					}
 					if hooks != nil && nf.routes != "" {
 						nf.reloadRoutes(hooks, log)
 					}

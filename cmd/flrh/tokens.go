@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/internal/atomicfile"
+	"flrh.dev/flrh/server"
+)
+
+// tokenPrefix starts every token flrh tokens add makes, so that a token
+// pasted where it should not be (a chat, a commit) is recognisable to a
+// person and to a secret scanner.
+const tokenPrefix = "flrh_"
+
+// tokenEntry is one entry of a token file, as written (server.ParseTokens
+// is what reads it for the server).
+type tokenEntry struct {
+	Actor       string   `json:"actor"`
+	Roles       []string `json:"roles"`
+	Token       string   `json:"token,omitempty"`
+	TokenSHA256 string   `json:"token_sha256,omitempty"`
+}
+
+// digest is the entry's token digest, hex, whichever way it is written.
+func (e tokenEntry) digest() string {
+	if e.Token != "" {
+		d := sha256.Sum256([]byte(e.Token))
+		return hex.EncodeToString(d[:])
+	}
+	return e.TokenSHA256
+}
+
+// readTokenFile reads a token file the server would accept; a file that
+// is not there is no entries when missingOK.
+func readTokenFile(path string, missingOK bool) ([]tokenEntry, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && missingOK {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	if _, err := server.ParseTokens(b); err != nil {
+		return nil, usagef("%s: %v", path, err)
+	}
+	var f struct {
+		Tokens []tokenEntry `json:"tokens"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, usagef("%s: %v", path, err)
+	}
+	return f.Tokens, nil
+}
+
+// writeTokenFile replaces the token file with entries, one a line, after
+// checking that the server accepts what is written. A file made here is
+// readable by its owner alone.
+func writeTokenFile(path string, entries []tokenEntry) error {
+	var b bytes.Buffer
+	b.WriteString("{\"tokens\": [\n")
+	for i, e := range entries {
+		line, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		b.WriteString("  ")
+		b.Write(line)
+		if i < len(entries)-1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("]}\n")
+	if _, err := server.ParseTokens(b.Bytes()); err != nil {
+		return usagef("%v", err)
+	}
+	mode := os.FileMode(0)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		mode = 0o600
+	}
+	return atomicfile.Replace(path, b.Bytes(), mode)
+}
+
+// newToken makes a token: the prefix and 32 random bytes, base64url.
+func newToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// tokenView is an entry as flrh tokens lists it: never the token.
+type tokenView struct {
+	Actor  string   `json:"actor"`
+	Roles  []string `json:"roles"`
+	Digest string   `json:"token_sha256"`
+	// InClear is set for a token the file holds in clear (flrh tokens
+	// hash keeps only its digest).
+	InClear bool `json:"in_clear,omitempty"`
+}
+
+type tokenViews []tokenView
+
+func viewsOf(entries []tokenEntry) tokenViews {
+	out := make(tokenViews, len(entries))
+	for i, e := range entries {
+		out[i] = tokenView{Actor: e.Actor, Roles: e.Roles, Digest: e.digest(), InClear: e.Token != ""}
+	}
+	return out
+}
+
+func (vs tokenViews) print(w io.Writer) {
+	for _, v := range vs {
+		clear := ""
+		if v.InClear {
+			clear = "  (in clear: flrh tokens hash keeps its digest only)"
+		}
+		fmt.Fprintf(w, "%-20s %-24s sha256:%s…%s\n", v.Actor, strings.Join(v.Roles, ","), v.Digest[:12], clear)
+	}
+	fmt.Fprintf(w, "%d tokens\n", len(vs))
+}
+
+// addedToken is what flrh tokens add prints: the token, once.
+type addedToken struct {
+	File   string   `json:"file"`
+	Actor  string   `json:"actor"`
+	Roles  []string `json:"roles"`
+	Token  string   `json:"token"`
+	Digest string   `json:"token_sha256"`
+}
+
+func (a addedToken) print(w io.Writer) {
+	fmt.Fprintf(w, "token for %s (%s): %s\n", a.Actor, strings.Join(a.Roles, ","), a.Token)
+	fmt.Fprintf(w, "shown once: %s keeps its SHA-256 (sha256:%s…) only\n", a.File, a.Digest[:12])
+	fmt.Fprintf(w, "a running flrh serve --tokens %s takes it on SIGHUP\n", a.File)
+}
+
+// removedTokens is what flrh tokens revoke and hash did.
+type removedTokens struct {
+	File    string     `json:"file"`
+	Removed tokenViews `json:"removed,omitempty"`
+	Hashed  int        `json:"hashed,omitempty"`
+	Left    int        `json:"left"`
+}
+
+func (r removedTokens) print(w io.Writer) {
+	for _, v := range r.Removed {
+		fmt.Fprintf(w, "revoked %s (%s) sha256:%s…\n", v.Actor, strings.Join(v.Roles, ","), v.Digest[:12])
+	}
+	if r.Hashed > 0 {
+		fmt.Fprintf(w, "%d tokens kept as their SHA-256 only\n", r.Hashed)
+	}
+	fmt.Fprintf(w, "%s: %d tokens; a running flrh serve takes the file on SIGHUP\n", r.File, r.Left)
+}
+
+func init() {
+	cmd := &cobra.Command{Use: "tokens", Short: "Make, list and revoke the bearer tokens flrh serve authenticates callers with",
+		Long: `tokens edits a token file (flrh serve --tokens FILE): who may call the server,
+under which actor name and with which roles (viewer, agent, operator,
+approver, reconciler; see docs/server.md). Each edit is checked to be a
+file the server reads, and replaces the file whole. A running flrh serve
+reads the file again on SIGHUP (and with --reload-adapters-every, when it
+changes): a token added works, a revoked one is refused, and the event
+streams it opened end.`}
+	add := &cobra.Command{Use: "add FILE --actor NAME --role ROLE...",
+		Short: "Make a token for a person or an agent and add its digest to FILE (made if missing); print the token once",
+		Args:  cobra.ExactArgs(1)}
+	actor := add.Flags().String("actor", "", "who the token authenticates: the name runs record (one name a person)")
+	roles := add.Flags().StringSlice("role", nil, "a role the token grants (repeat, or comma-separate): viewer, agent, operator, approver, reconciler")
+	addJSON := add.Flags().Bool("json", false, "print JSON")
+	add.RunE = func(cmd *cobra.Command, args []string) error {
+		if *actor == "" || len(*roles) == 0 {
+			return usagef("--actor and at least one --role are required")
+		}
+		entries, err := readTokenFile(args[0], true)
+		if err != nil {
+			return err
+		}
+		tok, err := newToken()
+		if err != nil {
+			return err
+		}
+		e := tokenEntry{Actor: *actor, Roles: slices.Compact(slices.Sorted(slices.Values(*roles))), TokenSHA256: tokenEntry{Token: tok}.digest()}
+		if err := writeTokenFile(args[0], append(entries, e)); err != nil {
+			return err
+		}
+		return finishReport(cmd.OutOrStdout(), *addJSON, addedToken{File: args[0], Actor: e.Actor, Roles: e.Roles, Token: tok, Digest: e.TokenSHA256}, nil, false)
+	}
+	list := &cobra.Command{Use: "list FILE", Short: "List who FILE's tokens authenticate, and their digests (never a token)", Args: cobra.ExactArgs(1)}
+	listJSON := list.Flags().Bool("json", false, "print JSON")
+	list.RunE = func(cmd *cobra.Command, args []string) error {
+		entries, err := readTokenFile(args[0], false)
+		if err != nil {
+			return err
+		}
+		return finishReport(cmd.OutOrStdout(), *listJSON, viewsOf(entries), nil, false)
+	}
+	revoke := &cobra.Command{Use: "revoke FILE --actor NAME | --digest PREFIX",
+		Short: "Remove an actor's tokens, or the one token whose digest starts with PREFIX, from FILE",
+		Args:  cobra.ExactArgs(1)}
+	revActor := revoke.Flags().String("actor", "", "revoke every token of this actor")
+	revDigest := revoke.Flags().String("digest", "", "revoke the token whose SHA-256 (hex, as flrh tokens list shows it) starts with this; at least 8 digits")
+	revJSON := revoke.Flags().Bool("json", false, "print JSON")
+	revoke.RunE = func(cmd *cobra.Command, args []string) error {
+		if (*revActor == "") == (*revDigest == "") {
+			return usagef("give --actor or --digest, one of them")
+		}
+		prefix := strings.TrimPrefix(strings.ToLower(*revDigest), "sha256:")
+		if *revDigest != "" && len(prefix) < 8 {
+			return usagef("--digest: give at least 8 hex digits of the token's SHA-256")
+		}
+		entries, err := readTokenFile(args[0], false)
+		if err != nil {
+			return err
+		}
+		var kept, gone []tokenEntry
+		for _, e := range entries {
+			if (*revActor != "" && e.Actor == *revActor) || (prefix != "" && strings.HasPrefix(e.digest(), prefix)) {
+				gone = append(gone, e)
+			} else {
+				kept = append(kept, e)
+			}
+		}
+		switch {
+		case len(gone) == 0 && *revActor != "":
+			return usagef("%s holds no token of actor %s", args[0], *revActor)
+		case len(gone) == 0:
+			return usagef("%s holds no token whose digest starts with %s", args[0], prefix)
+		case prefix != "" && len(gone) > 1:
+			return usagef("%d tokens' digests start with %s: give more digits", len(gone), prefix)
+		case len(kept) == 0:
+			return usagef("that would leave %s with no token, which flrh serve refuses; add another first", args[0])
+		}
+		if err := writeTokenFile(args[0], kept); err != nil {
+			return err
+		}
+		return finishReport(cmd.OutOrStdout(), *revJSON, removedTokens{File: args[0], Removed: viewsOf(gone), Left: len(kept)}, nil, false)
+	}
+	hash := &cobra.Command{Use: "hash FILE", Short: "Keep only the SHA-256 of every token FILE holds in clear", Args: cobra.ExactArgs(1)}
+	hashJSON := hash.Flags().Bool("json", false, "print JSON")
+	hash.RunE = func(cmd *cobra.Command, args []string) error {
+		entries, err := readTokenFile(args[0], false)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for i, e := range entries {
+			if e.Token != "" {
+				entries[i].TokenSHA256, entries[i].Token = e.digest(), ""
+				n++
+			}
+		}
+		if n > 0 {
+			if err := writeTokenFile(args[0], entries); err != nil {
+				return err
+			}
+		}
+		return finishReport(cmd.OutOrStdout(), *hashJSON, removedTokens{File: args[0], Hashed: n, Left: len(entries)}, nil, false)
+	}
+	cmd.AddCommand(add, list, revoke, hash)
+	rootCmd.AddCommand(cmd)
+}
+
+// tokenReload reads flrh serve's token file again and puts it in place
+// (server.SetTokens): on SIGHUP, and when the file changes.
+type tokenReload struct {
+	file string
+	srv  *server.Server
+}
+
+func (t tokenReload) reload(log *slog.Logger) {
+	b, err := os.ReadFile(t.file)
+	if err == nil {
+		var tk *server.Tokens
+		if tk, err = server.ParseTokens(b); err == nil {
+			err = t.srv.SetTokens(tk)
+		}
+		if err == nil {
+			log.Info("tokens reloaded", "file", t.file, "tokens", tk.Len())
+			return
+		}
+	}
+	log.Warn("tokens kept as they were", "file", t.file, "err", err.Error())
+}
+
+// fingerprint is the digest of the file's bytes (of the error reading
+// it, when it cannot be read).
+func (t tokenReload) fingerprint() [sha256.Size]byte {
+	b, err := os.ReadFile(t.file)
+	if err != nil {
+		return sha256.Sum256([]byte(err.Error()))
+	}
+	return sha256.Sum256(b)
+}
+
+func (t tokenReload) watch(ctx context.Context, every time.Duration, log *slog.Logger) {
+	watchChanges(ctx, every, t.fingerprint, func() { t.reload(log) })
+}

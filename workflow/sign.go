@@ -72,10 +72,10 @@ func (c *compiler) sign(manifest, from string, src []byte, key ed25519.PrivateKe
 	if err != nil {
 		return nil, err
 	}
-	pub, ok := key.Public().(ed25519.PublicKey)
-	if !ok || len(key) != ed25519.PrivateKeySize {
+	if len(key) != ed25519.PrivateKeySize {
 		return nil, bundleErr(CodeKeyMismatch, ManifestFile, "/operator_key", "no usable Ed25519 signing key")
 	}
+	pub := key.Public().(ed25519.PublicKey)
 	if !pub.Equal(trusted) {
 		return nil, bundleErr(CodeKeyMismatch, ManifestFile, "/operator_key",
 			"the bundle trusts %s, and the signing key is %s: set operator_key to the signing key's, or sign with the bundle's",

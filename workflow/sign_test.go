@@ -183,6 +183,12 @@ func TestSignCapabilitiesRefuses(t *testing.T) {
 			}
 		})
 	}
+	// No key, or a short one, is refused, not a panic.
+	for _, k := range []ed25519.PrivateKey{nil, make(ed25519.PrivateKey, 10)} {
+		if _, err := SignCapabilities(editBundle(t, nil, nil), "", nil, k); err == nil || !strings.Contains(err.Error(), "no usable Ed25519 signing key") {
+			t.Fatalf("a key of %d bytes: %v", len(k), err)
+		}
+	}
 	// A bundle whose manifest is broken is refused as Compile refuses it.
 	files := editBundle(t, func(m map[string]any) { m["operator_key"] = "zz" }, nil)
 	if _, err := SignCapabilities(files, "", nil, testpki.ExampleOperator()); err == nil || !strings.Contains(err.Error(), "/operator_key") {

@@ -36,8 +36,9 @@ func (f *operatorKeyFlags) add(cmd *cobra.Command) {
 }
 
 // read returns the operator key from the one source given (a flag or a
-// variable; more than one is refused rather than guessed at). A key file inside the bundle directory dir (when dir
-// is not "") is refused: it would travel with the bundle.
+// variable; more than one is refused rather than guessed at). A key file
+// inside the bundle directory dir (when dir is not "") is refused: it
+// would travel with the bundle.
 func (f operatorKeyFlags) read(dir string) (ed25519.PrivateKey, error) {
 	var given []keySource
 	for _, s := range []keySource{
@@ -59,7 +60,7 @@ func (f operatorKeyFlags) read(dir string) (ed25519.PrivateKey, error) {
 		return nil, usagef("no operator key: give --key FILE or --key-command CMD (or set %s or %s)", operatorKeyFileEnv, operatorKeyCommandEnv)
 	}
 	src := given[0]
-	if strings.HasSuffix(src.name, "-command") || src.name == operatorKeyCommandEnv {
+	if src.name == "--key-command" || src.name == operatorKeyCommandEnv {
 		out, err := commandOutput(src.name, src.value)
 		if err != nil {
 			return nil, err

@@ -165,35 +165,54 @@ func Attenuate(parent SignedCapability, narrower Capability, key ed25519.Private
 	return SignCapability(narrower, key)
 }
 
-// SignChain signs a capability chain, root first, with an operator key:
-// each link after the root is attenuated from the one before it (its
-// Parent set to that link's digest, and refused if it widens it). A link
-// that names a parent already must name that one: a chain is never
-// re-parented silently. What it returns verifies under a Keyring that
-// trusts key (Keyring.Verify); it is what an operator's signing tool
-// writes into a bundle's capabilities.
-func SignChain(links []Capability, key ed25519.PrivateKey) ([]SignedCapability, error) {
+// ParentChain readies a capability chain, root first, to be signed: each
+// link after the root is parented on the one before it (its Parent set to
+// that link's digest) and must narrow it. A link that names a parent
+// already must name that one: a chain is never re-parented silently. It
+// refuses what Keyring.Verify would refuse of the signed chain, so that
+// nothing is signed that would not load.
+func ParentChain(links []Capability) ([]Capability, error) {
 	if len(links) == 0 {
 		return nil, &CapabilityError{"CAPABILITY_MISSING", "", "a chain has at least its root"}
 	}
-	out := make([]SignedCapability, 0, len(links))
+	out := make([]Capability, 0, len(links))
 	for i, c := range links {
-		var sc SignedCapability
-		var err error
-		switch {
-		case i == 0 && c.Parent != "":
-			return nil, &CapabilityError{"BROKEN_CHAIN", c.ID, "the root names a parent"}
-		case i == 0:
-			sc, err = SignCapability(c, key)
-		case c.Parent != "" && c.Parent != out[i-1].Capability.Digest():
-			return nil, &CapabilityError{"BROKEN_CHAIN", c.ID, "parent digest does not name the previous link"}
-		default:
-			sc, err = Attenuate(out[i-1], c, key)
-		}
-		if err != nil {
+		if err := c.validate(); err != nil {
 			return nil, err
 		}
-		out = append(out, sc)
+		if i == 0 {
+			if c.Parent != "" {
+				return nil, &CapabilityError{"BROKEN_CHAIN", c.ID, "the root names a parent"}
+			}
+			out = append(out, c)
+			continue
+		}
+		prev := out[i-1]
+		if c.Parent != "" && c.Parent != prev.Digest() {
+			return nil, &CapabilityError{"BROKEN_CHAIN", c.ID, "parent digest does not name the previous link"}
+		}
+		c.Parent = prev.Digest()
+		if !Narrows(c, prev) {
+			return nil, &CapabilityError{"ATTENUATION_WIDENS", c.ID, "an attenuated capability may only narrow its parent"}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// SignChain signs a capability chain, root first, with an operator key,
+// parented as ParentChain does. What it returns verifies under a Keyring
+// that trusts key (Keyring.Verify).
+func SignChain(links []Capability, key ed25519.PrivateKey) ([]SignedCapability, error) {
+	parented, err := ParentChain(links)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SignedCapability, len(parented))
+	for i, c := range parented {
+		if out[i], err = SignCapability(c, key); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -34,98 +34,184 @@ const signedHeader = "Signed by the bundle's operator key (flrh bundle sign). Ed
 // from 0, parented by SignCapabilities).
 var bareMembers = []string{"id", "effect_type", "destination", "scopes", "expiry"}
 
-// SignCapabilities signs, with key, the capability chains of the bundle in
-// files, and returns the capabilities file the manifest names as it is to
-// be written. The chains are read from the file named from, whose bytes
-// are src (JSON, or YAML when from is named so), or from the bundle's
-// capabilities file itself when from is "". A link is either a capability
-// written bare ({"id", "effect_type", "destination", "scopes", "limits",
-// "not_before", "expiry"}) or one signed before ({"capability", "key_id",
-// "signature"}), which is signed again: signing is how an operator adds
-// a capability, changes one, or moves the bundle to a new key. Each link
-// after a chain's root is parented on the link before it and must narrow
-// it (authority.SignChain).
-//
-// key must be the one the manifest's operator_key names, or nothing is
-// signed (CodeKeyMismatch): a bundle signed by a key it does not trust
-// would not load. Ed25519 signatures are deterministic, so signing the
-// same chains with the same key gives the same bytes. It is pure, and
-// any problem is an *Error naming the file and the place in it.
-func SignCapabilities(files map[string][]byte, from string, src []byte, key ed25519.PrivateKey) (*Signed, error) {
+// SigningPlan is a bundle's capability chains ready to be signed by its
+// operator key: read, checked and parented (authority.ParentChain), with
+// the message each capability is signed over. PlanSigning makes one and
+// Finish turns the signatures into the file to write; between the two the
+// caller signs, with a key in memory (SignCapabilities) or one held by a
+// key service, which is I/O this package does not do.
+type SigningPlan struct {
+	// File is the capabilities file the manifest names: what Finish
+	// writes.
+	File string
+	// Chains are the capabilities, root first, each parented on the one
+	// before: Chains[i][j] is signed over Message(i, j).
+	Chains [][]authority.Capability
+
+	key      ed25519.PublicKey // the manifest's operator_key
+	from     string            // where the chains were read
+	manifest string
+	c        *compiler // for the places of errors in YAML files
+}
+
+// Message is what the capability Chains[i][j] is signed over: its digest.
+func (p *SigningPlan) Message(i, j int) []byte { return []byte(p.Chains[i][j].Digest()) }
+
+// OperatorKey is the public key the manifest names: every signature Finish
+// is given must verify under it.
+func (p *SigningPlan) OperatorKey() ed25519.PublicKey { return p.key }
+
+// CheckKey refuses a signing key other than the manifest's operator_key
+// (CodeKeyMismatch, both keys named) before anything is signed.
+func (p *SigningPlan) CheckKey(pub ed25519.PublicKey) error {
+	if pub.Equal(p.key) {
+		return nil
+	}
+	return p.c.located(bundleErr(CodeKeyMismatch, ManifestFile, "/operator_key",
+		"the bundle trusts %s, and the signing key is %s: set operator_key to the signing key's, or sign with the bundle's",
+		hex.EncodeToString(p.key), hex.EncodeToString(pub)), p.manifest)
+}
+
+// PlanSigning reads the capability chains of the bundle in files to sign:
+// from the file named from, whose bytes are src (JSON, or YAML when from
+// is named so), or from the bundle's capabilities file itself when from
+// is "". A link is either a capability written bare ({"id",
+// "effect_type", "destination", "scopes", "limits", "not_before",
+// "expiry"}) or one signed before ({"capability", "key_id", "signature"}),
+// which is signed again: signing is how an operator adds a capability,
+// changes one, or moves the bundle to a new key. It is pure, and any
+// problem is an *Error naming the file and the place in it.
+func PlanSigning(files map[string][]byte, from string, src []byte) (*SigningPlan, error) {
 	name, merr := Manifest(files)
 	if merr != nil {
 		return nil, merr
 	}
-	c := compiler{files: files, used: map[string]bool{name: true}}
-	s, err := c.sign(name, from, src, key)
+	c := &compiler{files: files, used: map[string]bool{name: true}}
+	p, err := c.planSigning(name, from, src)
 	if err != nil {
 		return nil, c.located(err, name)
 	}
-	return s, nil
+	return p, nil
 }
 
-func (c *compiler) sign(manifest, from string, src []byte, key ed25519.PrivateKey) (*Signed, *Error) {
+func (c *compiler) planSigning(manifest, from string, src []byte) (*SigningPlan, *Error) {
 	if err := c.readManifest(manifest); err != nil {
 		return nil, err
 	}
-	trusted, err := c.operatorKey()
+	key, err := c.operatorKey()
 	if err != nil {
 		return nil, err
 	}
-	if len(key) != ed25519.PrivateKeySize {
-		return nil, bundleErr(CodeKeyMismatch, ManifestFile, "/operator_key", "no usable Ed25519 signing key")
-	}
-	pub := key.Public().(ed25519.PublicKey)
-	if !pub.Equal(trusted) {
-		return nil, bundleErr(CodeKeyMismatch, ManifestFile, "/operator_key",
-			"the bundle trusts %s, and the signing key is %s: set operator_key to the signing key's, or sign with the bundle's",
-			hex.EncodeToString(trusted), hex.EncodeToString(pub))
-	}
-	capName, doc, cerr := c.file("/capabilities")
-	if cerr != nil {
-		return nil, cerr
+	capName, doc, err := c.file("/capabilities")
+	if err != nil {
+		return nil, err
 	}
 	if from != "" {
-		if doc, cerr = c.document(from, src, false); cerr != nil {
-			return nil, cerr
+		if doc, err = c.document(from, src, false); err != nil {
+			return nil, err
 		}
 	} else {
 		from = capName
 	}
-	raw, cerr := rawChains(from, doc)
-	if cerr != nil {
-		return nil, cerr
+	raw, err := rawChains(from, doc)
+	if err != nil {
+		return nil, err
 	}
-	out := &Signed{File: capName, KeyID: authority.KeyID(pub), Chains: len(raw)}
-	chains := make([]any, len(raw))
+	p := &SigningPlan{File: capName, Chains: make([][]authority.Capability, len(raw)), key: key, from: from, manifest: manifest, c: c}
 	for i, links := range raw {
 		ptr := fmt.Sprintf("/chains/%d", i)
 		caps := make([]authority.Capability, len(links))
 		for j, l := range links {
-			if caps[j], cerr = readLink(from, fmt.Sprintf("%s/%d", ptr, j), l); cerr != nil {
-				return nil, cerr
+			if caps[j], err = readLink(from, fmt.Sprintf("%s/%d", ptr, j), l); err != nil {
+				return nil, err
 			}
 		}
-		chain, serr := authority.SignChain(caps, key)
-		if serr != nil {
-			return nil, bundleErr(CodeBadCapability, from, ptr, "%v", serr)
+		parented, perr := authority.ParentChain(caps)
+		if perr != nil {
+			return nil, bundleErr(CodeBadCapability, from, ptr, "%v", perr)
+		}
+		p.Chains[i] = parented
+	}
+	return p, nil
+}
+
+// Finish makes the capabilities file from the signatures of the plan's
+// capabilities, sigs[i][j] over Message(i, j) (64 bytes, Ed25519). Every
+// chain must verify under the manifest's operator_key: a signature that
+// does not is CodeKeyMismatch (the signer holds another key) and nothing
+// is returned to write.
+func (p *SigningPlan) Finish(sigs [][][]byte) (*Signed, error) {
+	s, err := p.finish(sigs)
+	if err != nil {
+		return nil, p.c.located(err, p.manifest)
+	}
+	return s, nil
+}
+
+func (p *SigningPlan) finish(sigs [][][]byte) (*Signed, *Error) {
+	if len(sigs) != len(p.Chains) {
+		return nil, bundleErr(CodeKeyMismatch, p.from, "", "%d chains signed of %d", len(sigs), len(p.Chains))
+	}
+	keyID := authority.KeyID(p.key)
+	keyring := authority.NewKeyring(p.key)
+	out := &Signed{File: p.File, KeyID: keyID, Chains: len(p.Chains)}
+	chains := make([]any, len(p.Chains))
+	for i, caps := range p.Chains {
+		if len(sigs[i]) != len(caps) {
+			return nil, bundleErr(CodeKeyMismatch, p.from, fmt.Sprintf("/chains/%d", i), "%d capabilities signed of %d", len(sigs[i]), len(caps))
+		}
+		chain := make([]authority.SignedCapability, len(caps))
+		for j, c := range caps {
+			chain[j] = authority.SignedCapability{Capability: c, KeyID: keyID, Signature: hex.EncodeToString(sigs[i][j])}
+		}
+		if _, err := keyring.Verify(chain); err != nil {
+			return nil, bundleErr(CodeKeyMismatch, ManifestFile, "/operator_key",
+				"a signature of chain %d does not verify under the bundle's operator_key %s (does the signer hold that key?): %v",
+				i, hex.EncodeToString(p.key), err)
 		}
 		chains[i] = chain
 		out.Links += len(chain)
 	}
 	b, merr := cjson.Marshal(map[string]any{"chains": chains})
 	if merr != nil {
-		return nil, bundleErr(CodeMalformed, from, "", "%v", merr)
+		return nil, bundleErr(CodeMalformed, p.from, "", "%v", merr)
 	}
 	out.Bytes = append(b, '\n')
-	if yamljson.Named(capName) {
+	if yamljson.Named(p.File) {
 		y, yerr := yamljson.FromJSON(b, signedHeader, nil)
 		if yerr != nil {
-			return nil, bundleErr(CodeMalformed, capName, "", "%v", yerr)
+			return nil, bundleErr(CodeMalformed, p.File, "", "%v", yerr)
 		}
 		out.Bytes = y
 	}
 	return out, nil
+}
+
+// SignCapabilities signs the bundle's capability chains (PlanSigning) with
+// key, held in memory, and returns the capabilities file to write. key
+// must be the one the manifest's operator_key names, or nothing is signed
+// (CodeKeyMismatch): a bundle signed by a key it does not trust would not
+// load. Ed25519 signatures are deterministic, so signing the same chains
+// with the same key gives the same bytes.
+func SignCapabilities(files map[string][]byte, from string, src []byte, key ed25519.PrivateKey) (*Signed, error) {
+	p, err := PlanSigning(files, from, src)
+	if err != nil {
+		return nil, err
+	}
+	if len(key) != ed25519.PrivateKeySize {
+		return nil, p.c.located(bundleErr(CodeKeyMismatch, ManifestFile, "/operator_key", "no usable Ed25519 signing key"), p.manifest)
+	}
+	if err := p.CheckKey(key.Public().(ed25519.PublicKey)); err != nil {
+		return nil, err
+	}
+	sigs := make([][][]byte, len(p.Chains))
+	for i, caps := range p.Chains {
+		sigs[i] = make([][]byte, len(caps))
+		for j := range caps {
+			sigs[i][j] = ed25519.Sign(key, p.Message(i, j))
+		}
+	}
+	return p.Finish(sigs)
 }
 
 // readLink reads one link of a chain to sign: a capability written bare,

@@ -307,3 +307,51 @@ func FuzzSignCapabilities(f *testing.F) {
 		}
 	})
 }
+
+// A plan signed elsewhere: signatures made by the operator key give what
+// SignCapabilities gives; one made by another key, or too few, are refused
+// with nothing to write.
+func TestSigningPlanFinish(t *testing.T) {
+	files := readBundle(t, "../examples/ops-agent")
+	files["capabilities.json"] = bareCapabilities(t, files["capabilities.json"])
+	p, err := PlanSigning(files, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.OperatorKey().Equal(testpki.ExampleOperator().Public().(ed25519.PublicKey)) || len(p.Chains) != 2 {
+		t.Fatalf("plan: %+v", p)
+	}
+	signAll := func(key ed25519.PrivateKey) [][][]byte {
+		sigs := make([][][]byte, len(p.Chains))
+		for i, caps := range p.Chains {
+			for j := range caps {
+				sigs[i] = append(sigs[i], ed25519.Sign(key, p.Message(i, j)))
+			}
+		}
+		return sigs
+	}
+	want, err := SignCapabilities(files, "", nil, testpki.ExampleOperator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Finish(signAll(testpki.ExampleOperator()))
+	if err != nil || !bytes.Equal(got.Bytes, want.Bytes) {
+		t.Fatalf("finished: %v\n%s", err, got.Bytes)
+	}
+	other := testKeyFromSeed(3)
+	if err := p.CheckKey(other.Public().(ed25519.PublicKey)); err == nil {
+		t.Fatal("another key checked")
+	}
+	for name, sigs := range map[string][][][]byte{
+		"another key":     signAll(other),
+		"a chain short":   signAll(testpki.ExampleOperator())[:1],
+		"a link short":    {signAll(testpki.ExampleOperator())[0][:0], signAll(testpki.ExampleOperator())[1]},
+		"a signature cut": {{signAll(testpki.ExampleOperator())[0][0][:10]}, signAll(testpki.ExampleOperator())[1]},
+	} {
+		s, err := p.Finish(sigs)
+		var we *Error
+		if !errors.As(err, &we) || we.Code != CodeKeyMismatch || s != nil {
+			t.Errorf("%s: %+v, %v", name, s, err)
+		}
+	}
+}

@@ -170,7 +170,7 @@ func reloadKeys(log *slog.Logger) {
 // keysFromCommand runs command (commandOutput) and parses what it prints
 // as a key file.
 func keysFromCommand(from, command string) (*sealed.Keyring, error) {
-	out, err := commandOutput(from, command)
+	out, err := commandOutput(from, command, "")
 	if err != nil {
 		return nil, err
 	}
@@ -181,18 +181,23 @@ func keysFromCommand(from, command string) (*sealed.Keyring, error) {
 	return k, nil
 }
 
-// commandOutput runs command with /bin/sh, with no input, in the
-// process's environment (a key service's CLI finds its credentials there),
-// and returns what it printed. The command's process group is killed when
+// commandOutput runs command with /bin/sh, in the process's environment (a
+// key service's CLI finds its credentials there), and returns what it
+// printed. It has no input but message, which is also in its environment
+// as FLRH_SIGN_MESSAGE when not "" (what a signing command signs). The command's process group is killed when
 // it outlasts keyCommandTimeout, so a child it left behind holding its
 // output open does not hang the caller. The error names the source (from),
 // the exit status and the last line the command wrote to standard error,
 // never the command (it may carry a token) nor what it printed (it may be
 // a key).
-func commandOutput(from, command string) (string, error) {
+func commandOutput(from, command, message string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), keyCommandTimeout)
 	defer cancel()
 	c := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	if message != "" {
+		c.Stdin = strings.NewReader(message)
+		c.Env = append(os.Environ(), signMessageEnv+"="+message)
+	}
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	c.WaitDelay = time.Second

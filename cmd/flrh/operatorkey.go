@@ -1,9 +1,11 @@
 package main
 
 import (
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
@@ -21,30 +23,53 @@ import (
 )
 
 // operatorKeyFileEnv and operatorKeyCommandEnv give the operator key to
-// flrh bundle sign and flrh bundle key public when no flag does.
+// flrh bundle sign and flrh bundle key public when no flag does;
+// operatorSignCommandEnv names a command that signs with it, to flrh
+// bundle sign.
 const (
-	operatorKeyFileEnv    = "FLRH_OPERATOR_KEY_FILE"
-	operatorKeyCommandEnv = "FLRH_OPERATOR_KEY_COMMAND"
+	operatorKeyFileEnv     = "FLRH_OPERATOR_KEY_FILE"
+	operatorKeyCommandEnv  = "FLRH_OPERATOR_KEY_COMMAND"
+	operatorSignCommandEnv = "FLRH_OPERATOR_SIGN_COMMAND"
 )
 
-// operatorKeyFlags are the flags naming where an operator key is read.
-type operatorKeyFlags struct{ file, command string }
+// signMessageEnv holds, for a signing command, what it is to sign (it is
+// on its standard input too).
+const signMessageEnv = "FLRH_SIGN_MESSAGE"
+
+// operatorKeyFlags are the flags naming where an operator key is read, or
+// (signing) which command signs with it.
+type operatorKeyFlags struct {
+	file, command, signCommand string
+	signing                    bool // --sign-command is one of the flags
+}
 
 func (f *operatorKeyFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.file, "key", "", "the operator's private key: a PEM PKCS#8 Ed25519 key file, mode 0600 (flrh bundle key new, or openssl genpkey -algorithm ed25519, writes one); default: "+operatorKeyFileEnv+" if set")
 	cmd.Flags().StringVar(&f.command, "key-command", "", "run this shell command and read the key from what it prints, in the key file's format (a key service's or a password manager's CLI: nothing written to disk); default: "+operatorKeyCommandEnv+" if set")
 }
 
+// addSigning adds --sign-command too: a key that never leaves its key
+// service signs there.
+func (f *operatorKeyFlags) addSigning(cmd *cobra.Command) {
+	f.add(cmd)
+	f.signing = true
+	cmd.Flags().StringVar(&f.signCommand, "sign-command", "", "run this shell command once a capability to sign it with a key that stays in its key service or hardware module: it gets the message on standard input and in "+signMessageEnv+", and prints the Ed25519 signature (64 bytes, 128 hex digits, or base64); default: "+operatorSignCommandEnv+" if set")
+}
+
 // read returns the operator key from the one source given (a flag or a
 // variable; more than one is refused rather than guessed at). A key file
 // inside the bundle directory dir (when dir is not "") is refused: it
 // would travel with the bundle.
-func (f operatorKeyFlags) read(dir string) (ed25519.PrivateKey, error) {
+func (f operatorKeyFlags) read(dir string) (crypto.Signer, error) {
 	var given []keySource
-	for _, s := range []keySource{
+	sources := []keySource{
 		{"--key", f.file}, {"--key-command", f.command},
 		{operatorKeyFileEnv, os.Getenv(operatorKeyFileEnv)}, {operatorKeyCommandEnv, os.Getenv(operatorKeyCommandEnv)},
-	} {
+	}
+	if f.signing {
+		sources = append(sources, keySource{"--sign-command", f.signCommand}, keySource{operatorSignCommandEnv, os.Getenv(operatorSignCommandEnv)})
+	}
+	for _, s := range sources {
 		if s.value != "" {
 			given = append(given, s)
 		}
@@ -60,8 +85,11 @@ func (f operatorKeyFlags) read(dir string) (ed25519.PrivateKey, error) {
 		return nil, usagef("no operator key: give --key FILE or --key-command CMD (or set %s or %s)", operatorKeyFileEnv, operatorKeyCommandEnv)
 	}
 	src := given[0]
-	if src.name == "--key-command" || src.name == operatorKeyCommandEnv {
-		out, err := commandOutput(src.name, src.value)
+	switch src.name {
+	case "--sign-command", operatorSignCommandEnv:
+		return commandSigner(src), nil
+	case "--key-command", operatorKeyCommandEnv:
+		out, err := commandOutput(src.name, src.value, "")
 		if err != nil {
 			return nil, err
 		}
@@ -90,6 +118,46 @@ func (f operatorKeyFlags) read(dir string) (ed25519.PrivateKey, error) {
 		return nil, usagef("%s %s: %v", src.name, src.value, err)
 	}
 	return k, nil
+}
+
+// commandSigner signs with a key that stays where it is (a key service, a
+// hardware module): the command is run once a message, which it gets on
+// standard input and in FLRH_SIGN_MESSAGE, and prints the signature. It
+// knows no public key: what it signs is checked against the bundle's.
+type commandSigner keySource
+
+func (c commandSigner) Public() crypto.PublicKey { return nil }
+
+func (c commandSigner) Sign(_ io.Reader, message []byte, _ crypto.SignerOpts) ([]byte, error) {
+	out, err := commandOutput(c.name, c.value, string(message))
+	if err != nil {
+		return nil, err
+	}
+	sig, err := parseSignature([]byte(out))
+	if err != nil {
+		return nil, usagef("%s printed no signature: %v", c.name, err)
+	}
+	return sig, nil
+}
+
+// parseSignature reads an Ed25519 signature as a signing command prints
+// it: its 64 bytes raw, or 128 hex digits, or base64 (standard or URL,
+// padded or not), blank space around it ignored. The three cannot be
+// confused: hex is 128 characters long and base64 86 to 88.
+func parseSignature(out []byte) ([]byte, error) {
+	if len(out) == ed25519.SignatureSize {
+		return out, nil
+	}
+	t := strings.TrimSpace(string(out))
+	if b, err := hex.DecodeString(t); err == nil && len(b) == ed25519.SignatureSize {
+		return b, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(t); err == nil && len(b) == ed25519.SignatureSize {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("%d bytes that are not an Ed25519 signature (64 bytes raw, 128 hex digits, or base64)", len(out))
 }
 
 // within reports whether file lies in directory dir.
@@ -238,7 +306,7 @@ openssl genpkey -algorithm ed25519 writes a key in the same format.`,
 		if err != nil {
 			return err
 		}
-		return finishReport(cmd.OutOrStdout(), *pubJSON, newOperatorKeyReport("", k), nil, false)
+		return finishReport(cmd.OutOrStdout(), *pubJSON, newOperatorKeyReport("", k.(ed25519.PrivateKey)), nil, false)
 	}
 	key.AddCommand(newKey, public)
 
@@ -262,8 +330,21 @@ is also how a capability is changed, added, or moved to a new key (set
 operator_key to the new key first). The chains are read from the
 capabilities file itself, or from --from FILE.
 
+A key that must not leave its key service or hardware module signs there:
+--sign-command runs a command once a capability, the message to sign on its
+standard input and in FLRH_SIGN_MESSAGE, and reads the Ed25519 signature it
+prints (64 bytes, 128 hex digits, or base64). With OpenSSL 3 and a key file:
+
+  --sign-command 't=$(mktemp); cat >"$t"; openssl pkeyutl -sign -rawin -inkey op.pem -in "$t"; rm -f "$t"'
+
+and with HashiCorp Vault's transit engine:
+
+  --sign-command 'vault write -field=signature transit/sign/operator \
+      input="$(printf %s "$FLRH_SIGN_MESSAGE" | base64 -w0)" | cut -d: -f3'
+
 The key must be the one the manifest's operator_key names: a bundle signed
-by a key it does not trust would not load. Nothing is written when anything
+by a key it does not trust would not load (with --sign-command, every
+signature is checked against operator_key). Nothing is written when anything
 is refused; the file is replaced whole. Signing is deterministic: the same
 chains and key give the same bytes, and the bundle's digest does not move.
 
@@ -271,7 +352,7 @@ Exit status: 0 when signed and the bundle compiles, 1 when the bundle does
 not compile for another reason (the capabilities are signed all the same),
 2 when nothing could be signed.`,
 		Args: cobra.ExactArgs(1)}
-	signFlags.add(sign)
+	signFlags.addSigning(sign)
 	from := sign.Flags().String("from", "", "read the capabilities to sign from this file (JSON, or YAML when named *.yaml) instead of the bundle's own")
 	signJSON := sign.Flags().Bool("json", false, "print JSON")
 	sign.RunE = func(cmd *cobra.Command, args []string) error {
@@ -284,11 +365,17 @@ not compile for another reason (the capabilities are signed all the same),
 			return err
 		}
 		s, err := bundle.Sign(dir, *from, k)
-		if err != nil {
-			var we *workflow.Error
-			if errors.As(err, &we) {
-				return usageError{err}
-			}
+		var we *workflow.Error
+		var se *bundle.SignerError
+		var ue usageError
+		switch {
+		case err == nil:
+		case errors.As(err, &we):
+			return usageError{err}
+		case errors.As(err, &se) && !errors.As(err, &ue):
+			// A key service that failed may answer later: a plain failure.
+			return err
+		default:
 			return usagef("%v", err)
 		}
 		w, a, lerr := bundle.Load(dir)

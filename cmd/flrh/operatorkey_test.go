@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -83,6 +84,49 @@ func TestParseOperatorKey(t *testing.T) {
 }
 
 const opensslPublic = "da50ab2b033a939f277fd0a502c33d9c816ac8266a8e8ae52426339aca83d140"
+
+// A signing command's output is read as a signature raw, in hex or in
+// base64, and nothing else is.
+func TestParseSignature(t *testing.T) {
+	sig := ed25519.Sign(testpki.ExampleOperator(), []byte("m"))
+	for _, c := range []struct {
+		name string
+		out  []byte
+		ok   bool
+	}{
+		{"raw", sig, true},
+		{"hex", []byte(hex.EncodeToString(sig) + "\n"), true},
+		{"base64", []byte(base64.StdEncoding.EncodeToString(sig) + "\n"), true},
+		{"base64, no padding", []byte(base64.RawStdEncoding.EncodeToString(sig)), true},
+		{"base64url", []byte(base64.URLEncoding.EncodeToString(sig)), true},
+		{"raw, cut", sig[:63], false},
+		{"raw and a line break", append(append([]byte(nil), sig...), '\n'), false},
+		{"hex, cut", []byte(hex.EncodeToString(sig)[:126]), false},
+		{"nothing", nil, false},
+		{"words", []byte("signed\n"), false},
+	} {
+		got, err := parseSignature(c.out)
+		switch {
+		case c.ok && (err != nil || !bytes.Equal(got, sig)):
+			t.Errorf("%s: %x, %v", c.name, got, err)
+		case !c.ok && err == nil:
+			t.Errorf("%s: read %x", c.name, got)
+		}
+	}
+}
+
+func FuzzParseSignature(f *testing.F) {
+	sig := ed25519.Sign(testpki.ExampleOperator(), []byte("m"))
+	f.Add(sig)
+	f.Add([]byte(hex.EncodeToString(sig)))
+	f.Add([]byte(base64.StdEncoding.EncodeToString(sig) + "\n"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		got, err := parseSignature(out)
+		if err == nil && len(got) != ed25519.SignatureSize {
+			t.Fatalf("a signature of %d bytes", len(got))
+		}
+	})
+}
 
 func FuzzParseOperatorKey(f *testing.F) {
 	good, _ := encodeOperatorKey(testpki.ExampleOperator())
@@ -260,6 +304,58 @@ func TestOperatorSignsANewBundle(t *testing.T) {
 		})
 	}
 	os.Remove(inside)
+
+	// A key that stays in its key service signs there: openssl stands
+	// for the service, the message read from standard input or from the
+	// variable, the signature printed raw, in base64 or in hex; each gives
+	// the bytes signed before. A command signing with another key, one
+	// that fails and one that prints no signature are refused and write
+	// nothing.
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Fatal("openssl is needed to stand for a key service: install it")
+	}
+	viaStdin := `t=$(mktemp); cat >"$t"; openssl pkeyutl -sign -rawin -inkey %s -in "$t"; rm -f "$t"`
+	viaEnv := `t=$(mktemp); printf %%s "$FLRH_SIGN_MESSAGE" >"$t"; openssl pkeyutl -sign -rawin -inkey %s -in "$t"; rm -f "$t"`
+	for _, c := range []struct {
+		name, command string
+		env           bool
+	}{
+		{"raw, from standard input", fmt.Sprintf(viaStdin, key), false},
+		{"base64, from the variable", fmt.Sprintf(viaEnv, key) + " | base64 -w0", false},
+		{"hex, the command from a variable", fmt.Sprintf(viaStdin, key) + " | od -An -tx1 -v | tr -d ' \n'", true},
+	} {
+		args := []string{"bundle", "sign", b, "--json"}
+		var env []string
+		if c.env {
+			env = []string{operatorSignCommandEnv + "=" + c.command}
+		} else {
+			args = append(args, "--sign-command", c.command)
+		}
+		out, code := run(env, args...)
+		var rep signReport
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || !rep.Unchanged || rep.Bundle.Digest != digest {
+			t.Fatalf("signed by a command (%s): %d\n%s", c.name, code, out)
+		}
+	}
+	unchanged("signing by a command")
+	for _, c := range []struct {
+		name, command string
+		code          int
+		want          string
+	}{
+		{"another key", fmt.Sprintf(viaStdin, other), 2, "KEY_MISMATCH: a signature of chain 0 does not verify under the bundle's operator_key " + pub},
+		{"a service that refuses", "echo 'permission denied' >&2; exit 2", 1, `--sign-command failed (exit status 2): "permission denied"`},
+		{"no signature", "echo signed", 2, "--sign-command printed no signature"},
+	} {
+		out, code := run(nil, "bundle", "sign", b, "--sign-command", c.command)
+		if code != c.code || !strings.Contains(out, c.want) {
+			t.Fatalf("%s: %d\n%s", c.name, code, out)
+		}
+		unchanged(c.name)
+	}
+	if out, code := run(nil, "bundle", "sign", b, "--sign-command", fmt.Sprintf(viaStdin, key), "--key", key); code != 2 || !strings.Contains(out, "--key and --sign-command are all given") {
+		t.Fatalf("a key and a signing command: %d\n%s", code, out)
+	}
 
 	// The bundle runs under what was signed: a refund within the limit
 	// is paid, one above it is not covered by the capability.

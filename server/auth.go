@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Roles a token can hold.
@@ -83,8 +84,18 @@ var localPrincipal = Principal{Actor: "local", Roles: []string{RoleApprover, Rol
 // Tokens maps bearer tokens to principals. Tokens are kept only as SHA-256
 // digests, so a heap dump or a log line never holds one in clear.
 type Tokens struct {
-	byDigest map[[32]byte]Principal
+	byDigest map[[32]byte]grant
 }
+
+// grant is what a token grants: a principal, until a time (none when
+// zero).
+type grant struct {
+	p       Principal
+	expires time.Time
+}
+
+// expired reports whether the grant has lapsed at now.
+func (g grant) expired(now time.Time) bool { return !g.expires.IsZero() && !now.Before(g.expires) }
 
 // tokenFile is the token file's layout (schema/tokens.json).
 type tokenFile struct {
@@ -93,6 +104,7 @@ type tokenFile struct {
 		Roles       []string `json:"roles"`
 		Token       string   `json:"token,omitempty"`
 		TokenSHA256 string   `json:"token_sha256,omitempty"`
+		ExpiresAt   string   `json:"expires_at,omitempty"`
 	} `json:"tokens"`
 }
 
@@ -100,10 +112,12 @@ type tokenFile struct {
 //
 //	{"tokens": [
 //	  {"actor": "alice", "roles": ["approver"], "token": "…at least 16 characters…"},
-//	  {"actor": "ci-bot", "roles": ["agent"], "token_sha256": "<64 hex digits>"}
+//	  {"actor": "ci-bot", "roles": ["agent"], "token_sha256": "<64 hex digits>"},
+//	  {"actor": "carol", "roles": ["approver"], "token_sha256": "…", "expires_at": "2027-03-01T00:00:00Z"}
 //	]}
 //
-// A token is given in clear or as the hex SHA-256 of its bytes. Errors name
+// A token is given in clear or as the hex SHA-256 of its bytes; with
+// expires_at (RFC 3339) it is refused from that instant on. Errors name
 // the offending value by JSON pointer.
 func ParseTokens(data []byte) (*Tokens, error) {
 	var f tokenFile
@@ -116,7 +130,7 @@ func ParseTokens(data []byte) (*Tokens, error) {
 		}
 		return nil, fmt.Errorf("token file: %w", err)
 	}
-	t := &Tokens{byDigest: map[[32]byte]Principal{}}
+	t := &Tokens{byDigest: map[[32]byte]grant{}}
 	for i, e := range f.Tokens {
 		var d [32]byte
 		if e.Token != "" {
@@ -131,9 +145,16 @@ func ParseTokens(data []byte) (*Tokens, error) {
 		if _, dup := t.byDigest[d]; dup {
 			return nil, fmt.Errorf("token file: /tokens/%d: the same token is listed twice", i)
 		}
+		var expires time.Time
+		if e.ExpiresAt != "" {
+			var err error
+			if expires, err = time.Parse(time.RFC3339, e.ExpiresAt); err != nil {
+				return nil, fmt.Errorf("token file: /tokens/%d/expires_at: not an RFC 3339 time (2027-03-01T00:00:00Z)", i)
+			}
+		}
 		roles := slices.Clone(e.Roles)
 		slices.Sort(roles)
-		t.byDigest[d] = Principal{Actor: e.Actor, Roles: slices.Compact(roles)}
+		t.byDigest[d] = grant{p: Principal{Actor: e.Actor, Roles: slices.Compact(roles)}, expires: expires}
 	}
 	return t, nil
 }
@@ -146,41 +167,53 @@ func (t *Tokens) Len() int {
 	return len(t.byDigest)
 }
 
-// lookup finds the principal of a presented token. Comparing digests keeps
+// lookup finds what a presented token grants. Comparing digests keeps
 // the time taken independent of how much of a guess was right.
-func (t *Tokens) lookup(token string) (Principal, bool) {
+func (t *Tokens) lookup(token string) (grant, bool) {
 	d := sha256.Sum256([]byte(token))
-	for k, p := range t.byDigest {
+	for k, g := range t.byDigest {
 		if subtle.ConstantTimeCompare(k[:], d[:]) == 1 {
-			return p, true
+			return g, true
 		}
 	}
-	return Principal{}, false
+	return grant{}, false
 }
 
 // authenticate finds who is calling. With tokens configured, a valid
 // bearer token is required; without, only loopback callers are served.
 func (s *Server) authenticate(r *http.Request) (Principal, *Error) {
+	g, err := s.grantOf(r, time.Now())
+	return g.p, err
+}
+
+// grantOf is what the request's token grants at now: its principal and
+// when the grant lapses. A token that expired is refused with its grant,
+// so that the caller can tell why.
+func (s *Server) grantOf(r *http.Request, now time.Time) (grant, *Error) {
 	tokens := s.tokens.Load()
 	if tokens == nil {
 		if !loopbackRequest(r) {
-			return Principal{}, apiErr(http.StatusForbidden, TypeForbidden, "", "this server has no tokens configured and serves loopback clients only")
+			return grant{}, apiErr(http.StatusForbidden, TypeForbidden, "", "this server has no tokens configured and serves loopback clients only")
 		}
-		return localPrincipal, nil
+		return grant{p: localPrincipal}, nil
 	}
 	h := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(h, " ")
 	if h == "" {
-		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "an Authorization: Bearer token is required")
+		return grant{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "an Authorization: Bearer token is required")
 	}
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "the Authorization header must be: Bearer TOKEN")
+		return grant{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "the Authorization header must be: Bearer TOKEN")
 	}
-	p, found := tokens.lookup(strings.TrimSpace(token))
+	g, found := tokens.lookup(strings.TrimSpace(token))
 	if !found {
-		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "unknown token")
+		return grant{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "unknown token")
 	}
-	return p, nil
+	if g.expired(now) {
+		// The lapsed grant goes back with the error: it says why.
+		return g, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "the token expired at %s", g.expires.UTC().Format(time.RFC3339))
+	}
+	return g, nil
 }
 
 // SetTokens puts t in place of the tokens callers are authenticated
@@ -205,8 +238,12 @@ func (s *Server) SetTokens(t *Tokens) error {
 
 // ErrTokenRevoked is the cause a streaming request's context is
 // cancelled with when the tokens put in place no longer grant what its
-// token was granted as it came in.
-var ErrTokenRevoked = errors.New("server: the request's token was revoked")
+// token was granted as it came in; ErrTokenExpired, when its token's
+// expires_at is reached.
+var (
+	ErrTokenRevoked = errors.New("server: the request's token was revoked")
+	ErrTokenExpired = errors.New("server: the request's token expired")
+)
 
 // swappedChan is the channel SetTokens closes when it next puts tokens in
 // place.
@@ -216,22 +253,39 @@ func (s *Server) swappedChan() <-chan struct{} {
 	return s.swapped
 }
 
-// watchRevocation cancels a streaming request (cancel, with
-// ErrTokenRevoked) once the tokens in place no longer grant its token
-// perm, until the request ends (ctx). The channel to wait on next is
-// taken before the tokens are checked, so a swap after the check is not
-// missed.
+// watchRevocation cancels a streaming request once its token no longer
+// grants perm, until the request ends (ctx): with ErrTokenRevoked when the
+// tokens put in place lack it, ErrTokenExpired when its expires_at comes.
+// The channel to wait on next is taken before the tokens are checked, so
+// a swap after the check is not missed.
 func (s *Server) watchRevocation(ctx context.Context, cancel context.CancelCauseFunc, r *http.Request, perm permission) {
-	swapped := s.swappedChan()
 	for {
+		swapped := s.swappedChan()
+		now := time.Now()
+		g, err := s.grantOf(r, now)
+		switch {
+		case err != nil && g.expired(now):
+			cancel(ErrTokenExpired)
+			return
+		case err != nil || !g.p.may(perm):
+			cancel(ErrTokenRevoked)
+			return
+		}
+		var lapse <-chan time.Time
+		var t *time.Timer
+		if !g.expires.IsZero() {
+			t = time.NewTimer(g.expires.Sub(now))
+			lapse = t.C
+		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-swapped:
+		case <-lapse:
 		}
-		swapped = s.swappedChan()
-		if p, err := s.authenticate(r); err != nil || !p.may(perm) {
-			cancel(ErrTokenRevoked)
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
 			return
 		}
 	}

@@ -182,11 +182,11 @@ func TestParseTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, ok := tk.lookup(tokApprover); !ok || p.Actor != "alice" || !p.may(permApprove) || p.may(permReconcile) {
-		t.Fatalf("approver: %+v %v", p, ok)
+	if g, ok := tk.lookup(tokApprover); !ok || g.p.Actor != "alice" || !g.p.may(permApprove) || g.p.may(permReconcile) || !g.expires.IsZero() {
+		t.Fatalf("approver: %+v %v", g, ok)
 	}
-	if p, ok := tk.lookup(tokAgent); !ok || p.may(permApprove) || p.may(permCancel) || p.may(permReconcile) || !p.may(permSubmit) || !p.isAgentOnly() {
-		t.Fatalf("agent: %+v", p)
+	if g, ok := tk.lookup(tokAgent); !ok || g.p.may(permApprove) || g.p.may(permCancel) || g.p.may(permReconcile) || !g.p.may(permSubmit) || !g.p.isAgentOnly() {
+		t.Fatalf("agent: %+v", g)
 	}
 	if _, ok := tk.lookup(tokUnknown); ok {
 		t.Fatal("an unknown token authenticated")
@@ -197,7 +197,7 @@ func TestParseTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, ok := tk.lookup("hashed-token-0123456789"); !ok || p.Actor != "h" {
+	if g, ok := tk.lookup("hashed-token-0123456789"); !ok || g.p.Actor != "h" {
 		t.Fatal("a hashed token did not authenticate")
 	}
 	for _, bad := range []string{
@@ -211,6 +211,9 @@ func TestParseTokens(t *testing.T) {
 		`{"tokens":[{"actor":"a","roles":["viewer"],"token":"0123456789abcdef","extra":1}]}`,
 		`{"tokens":[{"actor":"a b","roles":["viewer"],"token":"0123456789abcdef"}]}`,
 		`{"tokens":[{"actor":"a","roles":["viewer"],"token":"0123456789abcdef with a space"}]}`,
+		`{"tokens":[{"actor":"a","roles":["viewer"],"token":"0123456789abcdef","expires_at":"next week"}]}`,
+		`{"tokens":[{"actor":"a","roles":["viewer"],"token":"0123456789abcdef","expires_at":"2027-03-01"}]}`,
+		`{"tokens":[{"actor":"a","roles":["viewer"],"token":"0123456789abcdef","expires_at":7}]}`,
 		`{"tokens":[{"actor":"a","roles":["viewer"],"token":"0123456789abcdef` + strings.Repeat("x", 600) + `"}]}`,
 	} {
 		if _, err := ParseTokens([]byte(bad)); err == nil {

@@ -126,7 +126,7 @@ const heartbeat = 15 * time.Second
 // client resumes with Last-Event-ID (or ?after=SEQ). When the run has
 // ended and every event is sent, a final "event: end" carries the run's
 // header and the stream closes. A stream whose token is revoked (SetTokens)
-// ends with "event: revoked".
+// ends with "event: revoked", one whose token expires with "event: expired".
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	id, err := runQuery(r, "after")
 	if err != nil {
@@ -219,13 +219,19 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ Principal) err
 	}
 }
 
-// endIfRevoked tells a stream's client, with "event: revoked", that it
-// ends because its token was revoked, when that is why ctx is done.
+// endIfRevoked tells a stream's client that it ends because its token
+// was revoked ("event: revoked") or expired ("event: expired"), when that
+// is why ctx is done.
 func endIfRevoked(ctx context.Context, w io.Writer, rc *http.ResponseController) {
-	if errors.Is(context.Cause(ctx), ErrTokenRevoked) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrTokenRevoked):
 		fmt.Fprint(w, "event: revoked\ndata: {}\n\n")
-		rc.Flush()
+	case errors.Is(cause, ErrTokenExpired):
+		fmt.Fprint(w, "event: expired\ndata: {}\n\n")
+	default:
+		return
 	}
+	rc.Flush()
 }
 
 // Shutdown ends every open event stream, so that an http.Server's own

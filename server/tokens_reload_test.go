@@ -90,3 +90,38 @@ func TestSetTokensReplacesWhoMayCall(t *testing.T) {
 		t.Fatalf("nothing put in place of nothing: %v", err)
 	}
 }
+
+// A token with expires_at is accepted until then and refused from then
+// on, saying so; an event stream it opened ends with "event: expired" at
+// that instant, without a request or a reload to notice.
+func TestTokensExpire(t *testing.T) {
+	soon := time.Now().Add(1500 * time.Millisecond).UTC()
+	f := newFixture(t, `{"tokens":[
+ {"actor":"oscar","roles":["operator"],"token":"`+tokOperator+`"},
+ {"actor":"vera","roles":["viewer"],"token":"`+tokViewer+`","expires_at":"`+soon.Format(time.RFC3339Nano)+`"},
+ {"actor":"old","roles":["viewer"],"token":"`+tokReconciler+`","expires_at":"2020-01-01T00:00:00Z"}
+]}`)
+	if a := f.get("/v1/runs", tokReconciler); a.status != 401 || !strings.Contains(string(a.body), "the token expired at 2020-01-01T00:00:00Z") {
+		t.Fatalf("a token expired long ago: %d %s", a.status, a.body)
+	}
+	if a := f.post("/v1/runs", tokOperator, startBody("held", largeRefund)); a.status != 201 {
+		t.Fatalf("start: %d", a.status)
+	}
+	f.waitFor("held", tokViewer, "an approval wait", waiting)
+	stream := f.openStream("held", tokViewer)
+	select {
+	case msgs := <-stream:
+		last := msgs[len(msgs)-1]
+		if last.event != "expired" || last.at.Before(soon) {
+			t.Fatalf("the stream ended with %q at %v, the token expiring at %v", last.event, last.at, soon)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream of an expired token is still open")
+	}
+	if a := f.get("/v1/runs/held", tokViewer); a.status != 401 || !strings.Contains(string(a.body), "the token expired at") {
+		t.Fatalf("after expiry: %d %s", a.status, a.body)
+	}
+	if a := f.get("/v1/runs/held", tokOperator); a.status != 200 {
+		t.Fatalf("a token without expiry: %d", a.status)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,13 @@ type tokenEntry struct {
 	Roles       []string `json:"roles"`
 	Token       string   `json:"token,omitempty"`
 	TokenSHA256 string   `json:"token_sha256,omitempty"`
+	ExpiresAt   string   `json:"expires_at,omitempty"`
+}
+
+// expired reports whether the entry's token is refused at now.
+func (e tokenEntry) expired(now time.Time) bool {
+	t, err := time.Parse(time.RFC3339, e.ExpiresAt)
+	return err == nil && !now.Before(t)
 }
 
 // digest is the entry's token digest, hex, whichever way it is written.
@@ -114,25 +122,36 @@ type tokenView struct {
 	// InClear is set for a token the file holds in clear (flrh tokens
 	// hash keeps only its digest).
 	InClear bool `json:"in_clear,omitempty"`
+	// ExpiresAt is when the token is refused from, Expired whether that
+	// has come.
+	ExpiresAt string `json:"expires_at,omitempty"`
+	Expired   bool   `json:"expired,omitempty"`
 }
 
 type tokenViews []tokenView
 
-func viewsOf(entries []tokenEntry) tokenViews {
+func viewsOf(entries []tokenEntry, now time.Time) tokenViews {
 	out := make(tokenViews, len(entries))
 	for i, e := range entries {
-		out[i] = tokenView{Actor: e.Actor, Roles: e.Roles, Digest: e.digest(), InClear: e.Token != ""}
+		out[i] = tokenView{Actor: e.Actor, Roles: e.Roles, Digest: e.digest(), InClear: e.Token != "",
+			ExpiresAt: e.ExpiresAt, Expired: e.expired(now)}
 	}
 	return out
 }
 
 func (vs tokenViews) print(w io.Writer) {
 	for _, v := range vs {
-		clear := ""
-		if v.InClear {
-			clear = "  (in clear: flrh tokens hash keeps its digest only)"
+		note := ""
+		switch {
+		case v.Expired:
+			note += "  expired " + v.ExpiresAt
+		case v.ExpiresAt != "":
+			note += "  expires " + v.ExpiresAt
 		}
-		fmt.Fprintf(w, "%-20s %-24s sha256:%s…%s\n", v.Actor, strings.Join(v.Roles, ","), v.Digest[:12], clear)
+		if v.InClear {
+			note += "  (in clear: flrh tokens hash keeps its digest only)"
+		}
+		fmt.Fprintf(w, "%-20s %-24s sha256:%s…%s\n", v.Actor, strings.Join(v.Roles, ","), v.Digest[:12], note)
 	}
 	fmt.Fprintf(w, "%d tokens\n", len(vs))
 }
@@ -142,13 +161,17 @@ type addedToken struct {
 	File   string   `json:"file"`
 	Actor  string   `json:"actor"`
 	Roles  []string `json:"roles"`
-	Token  string   `json:"token"`
-	Digest string   `json:"token_sha256"`
+	Token     string   `json:"token"`
+	Digest    string   `json:"token_sha256"`
+	ExpiresAt string   `json:"expires_at,omitempty"`
 }
 
 func (a addedToken) print(w io.Writer) {
 	fmt.Fprintf(w, "token for %s (%s): %s\n", a.Actor, strings.Join(a.Roles, ","), a.Token)
 	fmt.Fprintf(w, "shown once: %s keeps its SHA-256 (sha256:%s…) only\n", a.File, a.Digest[:12])
+	if a.ExpiresAt != "" {
+		fmt.Fprintf(w, "refused from %s on\n", a.ExpiresAt)
+	}
 	fmt.Fprintf(w, "a running flrh serve --tokens %s takes it on SIGHUP\n", a.File)
 }
 
@@ -184,6 +207,7 @@ streams it opened end.`}
 		Args:  cobra.ExactArgs(1)}
 	actor := add.Flags().String("actor", "", "who the token authenticates: the name runs record (one name a person)")
 	roles := add.Flags().StringSlice("role", nil, "a role the token grants (repeat, or comma-separate): viewer, agent, operator, approver, reconciler")
+	expires := add.Flags().String("expires", "", "refuse the token once this long has passed: a duration (90m, 12h) or days (30d); default: never")
 	addJSON := add.Flags().Bool("json", false, "print JSON")
 	add.RunE = func(cmd *cobra.Command, args []string) error {
 		if *actor == "" || len(*roles) == 0 {
@@ -198,10 +222,17 @@ streams it opened end.`}
 			return err
 		}
 		e := tokenEntry{Actor: *actor, Roles: slices.Compact(slices.Sorted(slices.Values(*roles))), TokenSHA256: tokenEntry{Token: tok}.digest()}
+		if *expires != "" {
+			d, err := parseLifetime(*expires)
+			if err != nil {
+				return usagef("--expires: %v", err)
+			}
+			e.ExpiresAt = time.Now().Add(d).UTC().Format(time.RFC3339)
+		}
 		if err := writeTokenFile(args[0], append(entries, e)); err != nil {
 			return err
 		}
-		return finishReport(cmd.OutOrStdout(), *addJSON, addedToken{File: args[0], Actor: e.Actor, Roles: e.Roles, Token: tok, Digest: e.TokenSHA256}, nil, false)
+		return finishReport(cmd.OutOrStdout(), *addJSON, addedToken{File: args[0], Actor: e.Actor, Roles: e.Roles, Token: tok, Digest: e.TokenSHA256, ExpiresAt: e.ExpiresAt}, nil, false)
 	}
 	list := &cobra.Command{Use: "list FILE", Short: "List who FILE's tokens authenticate, and their digests (never a token)", Args: cobra.ExactArgs(1)}
 	listJSON := list.Flags().Bool("json", false, "print JSON")
@@ -210,17 +241,24 @@ streams it opened end.`}
 		if err != nil {
 			return err
 		}
-		return finishReport(cmd.OutOrStdout(), *listJSON, viewsOf(entries), nil, false)
+		return finishReport(cmd.OutOrStdout(), *listJSON, viewsOf(entries, time.Now()), nil, false)
 	}
-	revoke := &cobra.Command{Use: "revoke FILE --actor NAME | --digest PREFIX",
-		Short: "Remove an actor's tokens, or the one token whose digest starts with PREFIX, from FILE",
+	revoke := &cobra.Command{Use: "revoke FILE --actor NAME | --digest PREFIX | --expired",
+		Short: "Remove an actor's tokens, the one token whose digest starts with PREFIX, or the expired ones, from FILE",
 		Args:  cobra.ExactArgs(1)}
 	revActor := revoke.Flags().String("actor", "", "revoke every token of this actor")
 	revDigest := revoke.Flags().String("digest", "", "revoke the token whose SHA-256 (hex, as flrh tokens list shows it) starts with this; at least 8 digits")
+	revExpired := revoke.Flags().Bool("expired", false, "revoke every token whose expires_at has come")
 	revJSON := revoke.Flags().Bool("json", false, "print JSON")
 	revoke.RunE = func(cmd *cobra.Command, args []string) error {
-		if (*revActor == "") == (*revDigest == "") {
-			return usagef("give --actor or --digest, one of them")
+		given := 0
+		for _, g := range []bool{*revActor != "", *revDigest != "", *revExpired} {
+			if g {
+				given++
+			}
+		}
+		if given != 1 {
+			return usagef("give --actor, --digest or --expired, one of them")
 		}
 		prefix := strings.TrimPrefix(strings.ToLower(*revDigest), "sha256:")
 		if *revDigest != "" && len(prefix) < 8 {
@@ -230,9 +268,10 @@ streams it opened end.`}
 		if err != nil {
 			return err
 		}
+		now := time.Now()
 		var kept, gone []tokenEntry
 		for _, e := range entries {
-			if (*revActor != "" && e.Actor == *revActor) || (prefix != "" && strings.HasPrefix(e.digest(), prefix)) {
+			if (*revActor != "" && e.Actor == *revActor) || (prefix != "" && strings.HasPrefix(e.digest(), prefix)) || (*revExpired && e.expired(now)) {
 				gone = append(gone, e)
 			} else {
 				kept = append(kept, e)
@@ -241,6 +280,8 @@ streams it opened end.`}
 		switch {
 		case len(gone) == 0 && *revActor != "":
 			return usagef("%s holds no token of actor %s", args[0], *revActor)
+		case len(gone) == 0 && *revExpired:
+			return usagef("%s holds no expired token", args[0])
 		case len(gone) == 0:
 			return usagef("%s holds no token whose digest starts with %s", args[0], prefix)
 		case prefix != "" && len(gone) > 1:
@@ -251,7 +292,7 @@ streams it opened end.`}
 		if err := writeTokenFile(args[0], kept); err != nil {
 			return err
 		}
-		return finishReport(cmd.OutOrStdout(), *revJSON, removedTokens{File: args[0], Removed: viewsOf(gone), Left: len(kept)}, nil, false)
+		return finishReport(cmd.OutOrStdout(), *revJSON, removedTokens{File: args[0], Removed: viewsOf(gone, now), Left: len(kept)}, nil, false)
 	}
 	hash := &cobra.Command{Use: "hash FILE", Short: "Keep only the SHA-256 of every token FILE holds in clear", Args: cobra.ExactArgs(1)}
 	hashJSON := hash.Flags().Bool("json", false, "print JSON")
@@ -276,6 +317,26 @@ streams it opened end.`}
 	}
 	cmd.AddCommand(add, list, revoke, hash)
 	rootCmd.AddCommand(cmd)
+}
+
+// parseLifetime reads a token's lifetime: a Go duration (90m, 12h) or a
+// number of days (30d), at least a minute and at most ten years.
+func parseLifetime(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok && err != nil {
+		n, nerr := strconv.Atoi(days)
+		if nerr != nil || n < 0 || n > 3660 {
+			return 0, fmt.Errorf("%q is not a number of days", s)
+		}
+		d, err = time.Duration(n)*24*time.Hour, nil
+	}
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a duration (90m, 12h) or a number of days (30d)", s)
+	case d < time.Minute || d > 3660*24*time.Hour:
+		return 0, fmt.Errorf("%s is not from a minute to ten years", s)
+	}
+	return d, nil
 }
 
 // tokenReload reads flrh serve's token file again and puts it in place

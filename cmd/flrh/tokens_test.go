@@ -179,7 +179,7 @@ func TestTokensOverTheCLIAndSIGHUP(t *testing.T) {
 		t.Fatalf("hash left the token in clear:\n%s", b)
 	}
 	entries, _ = readTokenFile(file, false)
-	if e := entries[len(entries)-1]; e.Actor != "hand" || e.TokenSHA256 != (tokenEntry{Token: clearTok}).digest() {
+	if e := entries[len(entries)-1]; e.Actor != "hand" || e.TokenSHA256 != sha256hexOf(clearTok) {
 		t.Fatalf("the hashed entry: %+v", e)
 	}
 }
@@ -207,7 +207,8 @@ func TestTokensRefusals(t *testing.T) {
 		{[]string{"revoke", file, "--actor", "alice"}, "no token, which flrh serve refuses"},
 		{[]string{"revoke", file, "--actor", "nobody"}, "no token of actor nobody"},
 		{[]string{"revoke", file, "--digest", d}, "at least 8 hex digits"},
-		{[]string{"revoke", file}, "give --actor or --digest"},
+		{[]string{"revoke", file}, "give --actor, --digest or --expired"},
+		{[]string{"revoke", file, "--actor", "alice", "--expired"}, "give --actor, --digest or --expired"},
 		{[]string{"list", filepath.Join(t.TempDir(), "none.json")}, "no such file"},
 	} {
 		out, err := flrh(bin, nil, append([]string{"tokens"}, c.args...)...)
@@ -230,3 +231,63 @@ func TestTokensRefusals(t *testing.T) {
 		t.Fatalf("after revoking bob: %+v", now)
 	}
 }
+
+func TestParseLifetime(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration // 0: refused
+	}{
+		{"90m", 90 * time.Minute}, {"12h", 12 * time.Hour}, {"30d", 30 * 24 * time.Hour}, {"1m", time.Minute},
+		{"3660d", 3660 * 24 * time.Hour},
+		{"59s", 0}, {"3661d", 0}, {"-1d", 0}, {"soon", 0}, {"d", 0}, {"", 0}, {"1.5d", 0}, {"-5h", 0},
+	} {
+		got, err := parseLifetime(c.in)
+		if (c.want == 0) != (err != nil) || got != c.want {
+			t.Errorf("%q: %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+}
+
+// A token made to expire is written with its instant, listed with it, and
+// removed with the other expired ones by revoke --expired.
+func TestTokensExpireOverTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	before := time.Now()
+	out, err := flrh(bin, nil, "tokens", "add", file, "--actor", "carol", "--role", "approver", "--expires", "30d", "--json")
+	var a addedToken
+	if err != nil || json.Unmarshal([]byte(out), &a) != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	at, err := time.Parse(time.RFC3339, a.ExpiresAt)
+	if err != nil || at.Before(before.Add(30*24*time.Hour-time.Second)) || at.After(time.Now().Add(30*24*time.Hour)) {
+		t.Fatalf("expires_at %q", a.ExpiresAt)
+	}
+	entries, _ := readTokenFile(file, false)
+	entries = append(entries, tokenEntry{Actor: "old", Roles: []string{"viewer"}, TokenSHA256: sha256hexOf("old"), ExpiresAt: "2020-01-01T00:00:00Z"})
+	if err := writeTokenFile(file, entries); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := flrh(bin, nil, "tokens", "list", file); err != nil || !strings.Contains(out, "expires "+a.ExpiresAt) || !strings.Contains(out, "expired 2020-01-01T00:00:00Z") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "tokens", "revoke", file, "--expired"); err != nil || !strings.Contains(out, "revoked old (viewer)") || strings.Contains(out, "carol") {
+		t.Fatalf("revoke --expired: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "tokens", "revoke", file, "--expired"); err == nil || !strings.Contains(out, "no expired token") {
+		t.Fatalf("revoke --expired again: %v\n%s", err, out)
+	}
+	for _, bad := range []string{"10s", "soon"} {
+		if out, err := flrh(bin, nil, "tokens", "add", file, "--actor", "dan", "--role", "viewer", "--expires", bad); err == nil || !strings.Contains(out, "--expires") {
+			t.Fatalf("--expires %s: %v\n%s", bad, err, out)
+		}
+	}
+	if now, _ := readTokenFile(file, false); len(now) != 1 || now[0].Actor != "carol" {
+		t.Fatalf("left: %+v", now)
+	}
+}
+
+func sha256hexOf(s string) string { return tokenEntry{Token: s}.digest() }

@@ -111,9 +111,9 @@ export function stream(runID, after, { onEvent, onEnd, onState }, signal) {
             let data = null;
             try { data = msg.data ? JSON.parse(msg.data) : null; } catch { data = msg.data; }
             if (msg.event === 'end') { ended = true; onEnd && onEnd(data); continue; }
-            // The server stopping, or the token revoked: the reconnect
+            // The server stopping, or the token revoked or expired: the reconnect
             // finds out which (a 401 ends the stream with its reason).
-            if (msg.event === 'shutdown' || msg.event === 'revoked') continue;
+            if (msg.event === 'shutdown' || msg.event === 'revoked' || msg.event === 'expired') continue;
             if (msg.id) last = Number(msg.id) || last;
             onEvent && onEvent(msg.event, data, msg.id);
           }

@@ -158,9 +158,9 @@ func (vs tokenViews) print(w io.Writer) {
 
 // addedToken is what flrh tokens add prints: the token, once.
 type addedToken struct {
-	File   string   `json:"file"`
-	Actor  string   `json:"actor"`
-	Roles  []string `json:"roles"`
+	File      string   `json:"file"`
+	Actor     string   `json:"actor"`
+	Roles     []string `json:"roles"`
 	Token     string   `json:"token"`
 	Digest    string   `json:"token_sha256"`
 	ExpiresAt string   `json:"expires_at,omitempty"`

@@ -12,6 +12,7 @@ import (
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/internal/testpki"
 )
 
@@ -160,5 +161,70 @@ func TestSignWritesTheBundlesFile(t *testing.T) {
 	}
 	if fi2, _ := os.Stat(path); !fi2.ModTime().Equal(fi.ModTime()) || !os.SameFile(fi, fi2) {
 		t.Fatal("a file that held the signed bytes was written again")
+	}
+}
+
+// Init writes each example as a bundle of its own: every file as the
+// example has it but the manifest's operator_key (the one line) and the
+// capabilities, signed with the new key, and the bundle loads. A directory
+// that exists, a name that is no example and a signer with another key
+// are refused, and no directory is left.
+func TestInitFromEveryExample(t *testing.T) {
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	pub := key.Public().(ed25519.PublicKey)
+	oldHex := hex.EncodeToString(exampleOperator().Public().(ed25519.PublicKey))
+	for _, name := range examples.Names() {
+		dir := filepath.Join(t.TempDir(), "mine")
+		names, err := Init(name, dir, pub, key)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w, _, err := Load(dir)
+		if err != nil {
+			t.Fatalf("%s: the new bundle does not load: %v", name, err)
+		}
+		ex, _, _ := LoadExample(name)
+		if w.ID() != ex.ID() || w.Digest() == ex.Digest() {
+			t.Fatalf("%s: %s %s", name, w.ID(), w.Digest())
+		}
+		for _, n := range names {
+			got, _ := os.ReadFile(filepath.Join(dir, n))
+			want, _ := os.ReadFile(filepath.Join("..", "examples", name, n))
+			switch n {
+			case "workflow.json":
+				want = bytes.Replace(want, []byte(oldHex), []byte(hex.EncodeToString(pub)), 1)
+			case "capabilities.json":
+				if bytes.Contains(got, []byte(oldHex)) || !bytes.Contains(got, []byte(hex.EncodeToString(pub))) {
+					t.Fatalf("%s: capabilities not signed with the new key:\n%s", name, got)
+				}
+				continue
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s: %s differs from the example's", name, n)
+			}
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "mine")
+	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{8}, ed25519.SeedSize))
+	for what, err := range map[string]error{
+		"no example":  func() error { _, err := Init("nope", dir, pub, key); return err }(),
+		"another key": func() error { _, err := Init("refund-agent", dir, pub, other); return err }(),
+		"a short key": func() error { _, err := Init("refund-agent", dir, pub[:5], key); return err }(),
+	} {
+		if err == nil {
+			t.Fatalf("%s: no error", what)
+		}
+		if _, serr := os.Stat(dir); serr == nil {
+			t.Fatalf("%s: left %s", what, dir)
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Init("refund-agent", dir, pub, key); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("into a directory that exists: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatal("wrote into a directory that exists")
 	}
 }

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
@@ -241,4 +242,40 @@ func readLink(file, ptr string, l any) (authority.Capability, *Error) {
 		c.Limits = map[string]int64{}
 	}
 	return c, nil
+}
+
+// SetOperatorKey returns the manifest (file name, bytes manifest) with its
+// operator_key set to pub, every other byte as it was: the key's text,
+// which must occur once in the file, is replaced where it stands, so the
+// manifest's layout and comments are kept. A bundle made from another
+// (an example) thus trusts a key of its own; its capabilities are then
+// signed again with that key (PlanSigning).
+func SetOperatorKey(name string, manifest []byte, pub ed25519.PublicKey) ([]byte, error) {
+	if len(pub) != ed25519.PublicKeySize {
+		return nil, bundleErr(CodeMalformed, name, "/operator_key", "no Ed25519 public key to set")
+	}
+	c := &compiler{files: map[string][]byte{name: manifest}}
+	if err := c.readManifest(name); err != nil {
+		return nil, c.located(err, name)
+	}
+	old, err := c.operatorKey()
+	if err != nil {
+		return nil, c.located(err, name)
+	}
+	// The key may be written in capitals: search a copy with ASCII letters
+	// lowered, byte for byte, so that its offsets are the file's.
+	low := bytes.Clone(manifest)
+	for i, b := range low {
+		if 'A' <= b && b <= 'Z' {
+			low[i] = b + 'a' - 'A'
+		}
+	}
+	oldHex := []byte(hex.EncodeToString(old))
+	if n := bytes.Count(low, oldHex); n != 1 {
+		return nil, c.located(bundleErr(CodeMalformed, ManifestFile, "/operator_key",
+			"the key's text occurs %d times in the file, so it cannot be replaced where it stands: set operator_key by hand", n), name)
+	}
+	i := bytes.Index(low, oldHex)
+	out := append(append(append([]byte(nil), manifest[:i]...), hex.EncodeToString(pub)...), manifest[i+len(oldHex):]...)
+	return out, nil
 }

@@ -355,3 +355,53 @@ func TestSigningPlanFinish(t *testing.T) {
 		}
 	}
 }
+
+// SetOperatorKey replaces the key's text where it stands, whatever the
+// manifest's layout, case or comments, and refuses a manifest where that
+// text is not found exactly once.
+func TestSetOperatorKey(t *testing.T) {
+	pub := testKeyFromSeed(5).Public().(ed25519.PublicKey)
+	newHex := hex.EncodeToString(pub)
+	files := readBundle(t, "../examples/refund-agent")
+	oldHex := hex.EncodeToString(testpki.ExampleOperator().Public().(ed25519.PublicKey))
+	got, err := SetOperatorKey(ManifestFile, files[ManifestFile], pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(string(files[ManifestFile]), oldHex, newHex, 1); string(got) != want {
+		t.Fatalf("more than the key changed:\n%s", got)
+	}
+	yaml := "# Größe İİİ: a comment whose letters change length when lowered\n" +
+		strings.Replace(string(mustYAML(t, files[ManifestFile])), oldHex, strings.ToUpper(oldHex), 1)
+	got, err = SetOperatorKey(ManifestYAML, []byte(yaml), pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(yaml, strings.ToUpper(oldHex), newHex, 1); string(got) != want {
+		t.Fatalf("YAML:\n%s", got)
+	}
+	twice := strings.Replace(string(files[ManifestFile]), `"schema_version"`, `"id_note_`+oldHex+`": 1, "schema_version"`, 1)
+	for name, c := range map[string]struct {
+		manifest string
+		pub      ed25519.PublicKey
+		want     string
+	}{
+		"the key twice": {twice, pub, "occurs 2 times"},
+		"a bad key":     {strings.Replace(string(files[ManifestFile]), oldHex, "zz", 1), pub, "/operator_key"},
+		"not JSON":      {"{", pub, "not flrh-cjson"},
+		"no key to set": {string(files[ManifestFile]), nil, "no Ed25519 public key"},
+	} {
+		if _, err := SetOperatorKey(ManifestFile, []byte(c.manifest), c.pub); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func mustYAML(t *testing.T, b []byte) []byte {
+	t.Helper()
+	y, err := yamljson.FromJSON(b, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y
+}

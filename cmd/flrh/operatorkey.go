@@ -19,6 +19,7 @@ import (
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/examples"
 	"flrh.dev/flrh/workflow"
 )
 
@@ -383,5 +384,79 @@ not compile for another reason (the capabilities are signed all the same),
 			Bundle: checkBundle(dir, w, a, lerr, false, bundle.OSEnv())}
 		return finishReport(cmd.OutOrStdout(), *signJSON, rep, nil, !rep.Bundle.OK)
 	}
-	return []*cobra.Command{key, sign}
+	var initFlags operatorKeyFlags
+	initCmd := &cobra.Command{Use: "init DIR --example NAME",
+		Short: "Start a bundle of your own from an example the binary carries, trusting your operator key",
+		Long: `init writes the example bundle NAME (` + strings.Join(examples.Names(), ", ") + `) into the new
+directory DIR, as a start for a bundle of your own: its files as they are,
+but for the manifest's operator_key, set to your key (the manifest's layout
+kept), and its capabilities, signed again with it. The examples' own key is
+derived from a public seed; a bundle made with init trusts your key alone.
+
+The key is given as to flrh bundle sign: --key FILE, --key-command CMD, or
+--sign-command CMD with --operator-key HEX (a command that signs knows no
+public key). Edit the bundle, then flrh bundle sign it again after changing
+its capabilities, and flrh bundle check it.`,
+		Args: cobra.ExactArgs(1)}
+	initFlags.addSigning(initCmd)
+	example := initCmd.Flags().String("example", "", "the example to start from: "+strings.Join(examples.Names(), ", "))
+	operatorKey := initCmd.Flags().String("operator-key", "", "the operator's public key, hex (flrh bundle key public prints it): required with --sign-command, checked against the key otherwise")
+	initJSON := initCmd.Flags().Bool("json", false, "print JSON")
+	initCmd.RunE = func(cmd *cobra.Command, args []string) error {
+		dir := args[0]
+		if *example == "" {
+			return usagef("--example NAME is required (%s)", strings.Join(examples.Names(), ", "))
+		}
+		signer, err := initFlags.read("")
+		if err != nil {
+			return err
+		}
+		pub, _ := signer.Public().(ed25519.PublicKey)
+		if *operatorKey != "" {
+			given, herr := hex.DecodeString(*operatorKey)
+			if herr != nil || len(given) != ed25519.PublicKeySize {
+				return usagef("--operator-key must be a hex Ed25519 public key (%d bytes)", ed25519.PublicKeySize)
+			}
+			if pub != nil && !pub.Equal(ed25519.PublicKey(given)) {
+				return usagef("--operator-key %s is not the key's public key %s", *operatorKey, hex.EncodeToString(pub))
+			}
+			pub = given
+		}
+		if pub == nil {
+			return usagef("--operator-key HEX is required with a signing command: it knows no public key")
+		}
+		names, err := bundle.Init(*example, dir, pub, signer)
+		var we *workflow.Error
+		var se *bundle.SignerError
+		var ue usageError
+		switch {
+		case err == nil:
+		case errors.As(err, &we):
+			return usageError{err}
+		case errors.As(err, &se) && !errors.As(err, &ue):
+			return err
+		default:
+			return usagef("%v", err)
+		}
+		w, a, lerr := bundle.Load(dir)
+		rep := initReport{Dir: dir, Example: *example, Files: names, OperatorKey: hex.EncodeToString(pub),
+			Bundle: checkBundle(dir, w, a, lerr, false, bundle.OSEnv())}
+		return finishReport(cmd.OutOrStdout(), *initJSON, rep, nil, !rep.Bundle.OK)
+	}
+	return []*cobra.Command{key, sign, initCmd}
+}
+
+// initReport is what flrh bundle init wrote, and the bundle check after.
+type initReport struct {
+	Dir         string       `json:"dir"`
+	Example     string       `json:"example"`
+	Files       []string     `json:"files"`
+	OperatorKey string       `json:"operator_key"`
+	Bundle      bundleReport `json:"bundle"`
+}
+
+func (r initReport) print(w io.Writer) {
+	fmt.Fprintf(w, "wrote %s from example %s: %s\n", r.Dir, r.Example, strings.Join(r.Files, ", "))
+	fmt.Fprintf(w, "trusting operator_key %s; capabilities signed with it\n", r.OperatorKey)
+	bundleReports{r.Bundle}.print(w)
 }

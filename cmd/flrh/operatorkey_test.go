@@ -389,3 +389,79 @@ func TestOperatorSignsANewBundle(t *testing.T) {
 		t.Fatalf("rotated capabilities:\n%s", rotated)
 	}
 }
+
+// flrh bundle init starts a bundle from an embedded example with the
+// user's own key, from a key file or from a signing command and the
+// public key; what it cannot do it refuses, writing nothing.
+func TestBundleInitOverTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Fatal("openssl is needed to stand for a key service: install it")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	key := filepath.Join(dir, "op.pem")
+	out, err := flrh(bin, nil, "bundle", "key", "new", key, "--json")
+	var k operatorKeyReport
+	if err != nil || json.Unmarshal([]byte(out), &k) != nil {
+		t.Fatalf("key new: %v\n%s", err, out)
+	}
+	signCmd := `t=$(mktemp); cat >"$t"; openssl pkeyutl -sign -rawin -inkey ` + key + ` -in "$t"; rm -f "$t"`
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"key", []string{"--key", key}},
+		{"sign-command", []string{"--sign-command", signCmd, "--operator-key", k.OperatorKey}},
+	} {
+		b := filepath.Join(dir, "bundle-"+c.name)
+		out, err := flrh(bin, nil, append([]string{"bundle", "init", b, "--example", "refund-agent", "--json"}, c.args...)...)
+		var rep initReport
+		if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !rep.Bundle.OK || rep.OperatorKey != k.OperatorKey || len(rep.Files) != 5 {
+			t.Fatalf("init with %s: %v\n%s", c.name, err, out)
+		}
+		if out, err := flrh(bin, nil, "bundle", "check", b); err != nil || !strings.Contains(out, "ok   "+b+": refund-agent@1") {
+			t.Fatalf("check: %v\n%s", err, out)
+		}
+		if wf, _ := os.ReadFile(filepath.Join(b, "workflow.json")); !strings.Contains(string(wf), `"operator_key": "`+k.OperatorKey+`"`) {
+			t.Fatalf("the manifest does not trust the new key:\n%s", wf)
+		}
+	}
+	// Both ways wrote the same bytes: signing is deterministic.
+	for _, f := range []string{"capabilities.json", "workflow.json"} {
+		a, _ := os.ReadFile(filepath.Join(dir, "bundle-key", f))
+		b, _ := os.ReadFile(filepath.Join(dir, "bundle-sign-command", f))
+		if !bytes.Equal(a, b) {
+			t.Fatalf("%s differs between a key file and a signing command", f)
+		}
+	}
+	other := filepath.Join(dir, "other.pem")
+	if out, err := flrh(bin, nil, "bundle", "key", "new", other); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	target := filepath.Join(dir, "refused")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--example", "refund-agent", "--sign-command", signCmd}, "--operator-key HEX is required"},
+		{[]string{"--example", "refund-agent", "--key", other, "--operator-key", k.OperatorKey}, "is not the key's public key"},
+		{[]string{"--example", "refund-agent", "--sign-command", strings.Replace(signCmd, key, other, 1), "--operator-key", k.OperatorKey}, "KEY_MISMATCH"},
+		{[]string{"--example", "nope", "--key", key}, `no example bundle "nope"`},
+		{[]string{"--key", key}, "--example NAME is required"},
+		{[]string{"--example", "refund-agent", "--key", key, "--operator-key", "abc"}, "--operator-key must be a hex Ed25519 public key"},
+	} {
+		out, err := flrh(bin, nil, append([]string{"bundle", "init", target}, c.args...)...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("init %s: %v\n%s", strings.Join(c.args, " "), err, out)
+		}
+		if _, err := os.Stat(target); err == nil {
+			t.Fatalf("init %s left %s", strings.Join(c.args, " "), target)
+		}
+	}
+	if out, err := flrh(bin, nil, "bundle", "init", filepath.Join(dir, "bundle-key"), "--example", "ops-agent", "--key", key); err == nil || !strings.Contains(out, "exists") {
+		t.Fatalf("init over a bundle: %v\n%s", err, out)
+	}
+}

@@ -366,22 +366,10 @@ not compile for another reason (the capabilities are signed all the same),
 			return err
 		}
 		s, err := bundle.Sign(dir, *from, k)
-		var we *workflow.Error
-		var se *bundle.SignerError
-		var ue usageError
-		switch {
-		case err == nil:
-		case errors.As(err, &we):
-			return usageError{err}
-		case errors.As(err, &se) && !errors.As(err, &ue):
-			// A key service that failed may answer later: a plain failure.
-			return err
-		default:
-			return usagef("%v", err)
+		if err != nil {
+			return signingFailure(err)
 		}
-		w, a, lerr := bundle.Load(dir)
-		rep := signReport{File: s.Path, Unchanged: s.Unchanged, KeyID: s.KeyID, Chains: s.Chains, Links: s.Links,
-			Bundle: checkBundle(dir, w, a, lerr, false, bundle.OSEnv())}
+		rep := signReport{File: s.Path, Unchanged: s.Unchanged, KeyID: s.KeyID, Chains: s.Chains, Links: s.Links, Bundle: checkedDir(dir)}
 		return finishReport(cmd.OutOrStdout(), *signJSON, rep, nil, !rep.Bundle.OK)
 	}
 	var initFlags operatorKeyFlags
@@ -426,24 +414,37 @@ its capabilities, and flrh bundle check it.`,
 			return usagef("--operator-key HEX is required with a signing command: it knows no public key")
 		}
 		names, err := bundle.Init(*example, dir, pub, signer)
-		var we *workflow.Error
-		var se *bundle.SignerError
-		var ue usageError
-		switch {
-		case err == nil:
-		case errors.As(err, &we):
-			return usageError{err}
-		case errors.As(err, &se) && !errors.As(err, &ue):
-			return err
-		default:
-			return usagef("%v", err)
+		if err != nil {
+			return signingFailure(err)
 		}
-		w, a, lerr := bundle.Load(dir)
-		rep := initReport{Dir: dir, Example: *example, Files: names, OperatorKey: hex.EncodeToString(pub),
-			Bundle: checkBundle(dir, w, a, lerr, false, bundle.OSEnv())}
+		rep := initReport{Dir: dir, Example: *example, Files: names, OperatorKey: hex.EncodeToString(pub), Bundle: checkedDir(dir)}
 		return finishReport(cmd.OutOrStdout(), *initJSON, rep, nil, !rep.Bundle.OK)
 	}
 	return []*cobra.Command{key, sign, initCmd}
+}
+
+// signingFailure is the error a command that signs a bundle's
+// capabilities ends with: a bundle or a key refused is a usage error (2),
+// and so is anything else but a key service that failed to sign, a plain
+// failure (1): it may answer later.
+func signingFailure(err error) error {
+	var we *workflow.Error
+	var se *bundle.SignerError
+	var ue usageError
+	switch {
+	case errors.As(err, &we):
+		return usageError{err}
+	case errors.As(err, &se) && !errors.As(err, &ue):
+		return err
+	}
+	return usagef("%v", err)
+}
+
+// checkedDir is the check of the bundle in dir, as flrh bundle check
+// reports it.
+func checkedDir(dir string) bundleReport {
+	w, a, err := bundle.Load(dir)
+	return checkBundle(dir, w, a, err, false, bundle.OSEnv())
 }
 
 // initReport is what flrh bundle init wrote, and the bundle check after.

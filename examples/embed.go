@@ -8,7 +8,7 @@ import (
 	"io/fs"
 )
 
-//go:embed refund-agent/*.json refund-agent/*.dl ops-agent/*.json ops-agent/*.dl support-agent/*.json support-agent/*.dl
+//go:embed refund-agent/*.json refund-agent/*.dl refund-agent/*.test.yaml ops-agent/*.json ops-agent/*.dl ops-agent/*.test.yaml support-agent/*.json support-agent/*.dl support-agent/*.test.yaml
 var bundles embed.FS
 
 // Bundle returns the example bundle with the given directory name

@@ -91,6 +91,7 @@ is not a bundle written in JSON.`,
 	}
 	cmd.AddCommand(check, toYAML)
 	cmd.AddCommand(operatorKeyCommands()...)
+	cmd.AddCommand(policyTestCommand())
 	rootCmd.AddCommand(cmd)
 }
 

@@ -419,11 +419,15 @@ func TestBundleInitOverTheCLI(t *testing.T) {
 		b := filepath.Join(dir, "bundle-"+c.name)
 		out, err := flrh(bin, nil, append([]string{"bundle", "init", b, "--example", "refund-agent", "--json"}, c.args...)...)
 		var rep initReport
-		if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !rep.Bundle.OK || rep.OperatorKey != k.OperatorKey || len(rep.Files) != 5 {
+		if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !rep.Bundle.OK || rep.OperatorKey != k.OperatorKey || len(rep.Files) != 6 {
 			t.Fatalf("init with %s: %v\n%s", c.name, err, out)
 		}
 		if out, err := flrh(bin, nil, "bundle", "check", b); err != nil || !strings.Contains(out, "ok   "+b+": refund-agent@1") {
 			t.Fatalf("check: %v\n%s", err, out)
+		}
+		// The example's policy tests came along, and pass under the new key.
+		if out, err := flrh(bin, nil, "bundle", "test", b); err != nil || !strings.Contains(out, "8 cases, 0 failed") {
+			t.Fatalf("test: %v\n%s", err, out)
 		}
 		if wf, _ := os.ReadFile(filepath.Join(b, "workflow.json")); !strings.Contains(string(wf), `"operator_key": "`+k.OperatorKey+`"`) {
 			t.Fatalf("the manifest does not trust the new key:\n%s", wf)

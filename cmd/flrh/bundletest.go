@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/policytest"
+)
+
+// policyCase is one case's result, with the file it came from.
+type policyCase struct {
+	File string `json:"file"`
+	policytest.Result
+}
+
+type policyReport []policyCase
+
+func (r policyReport) print(w io.Writer) {
+	failed := 0
+	for _, c := range r {
+		if c.Passed() {
+			fmt.Fprintf(w, "ok   %s: %s (%d steps)\n", c.File, c.Name, c.Steps)
+			continue
+		}
+		failed++
+		fmt.Fprintf(w, "FAIL %s: %s: step %d: %s\n", c.File, c.Name, c.Step, c.Failure)
+	}
+	fmt.Fprintf(w, "%d cases, %d failed\n", len(r), failed)
+}
+
+// caseFiles are the case files of the bundle in dir: its *.test.json,
+// *.test.yaml and *.test.yml, in name order.
+func caseFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if n := e.Name(); e.Type().IsRegular() && policytest.Named(n) {
+			out = append(out, filepath.Join(dir, n))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// policyTestCommand is flrh bundle test.
+func policyTestCommand() *cobra.Command {
+	test := &cobra.Command{Use: "test DIR [CASEFILE...]",
+		Short: "Run a bundle's policy tests: inputs handed to the workflow, and what H is expected to decide",
+		Long: `test compiles the bundle in DIR and runs its test cases against it: each a
+fresh run handed inputs (and receipts for the effects they plan), with no
+store, no runner and no effect sent, each step followed by what its author
+expects: H's outcomes for the proposals (INTENT, APPROVAL_REQUEST, OPTIONS,
+HELD, ESCALATED, REJECTED), the effects planned and who must approve them, the text
+the outcomes' audit holds, whether the input is refused, whether the run is
+then complete. The cases are the bundle's *.test.yaml and *.test.json files
+unless CASEFILEs are named (a bundle's digest binds only the files its
+manifest names, so its tests do not change it). A case file:
+
+  cases:
+    - name: a large refund waits for finance-lead
+      steps:
+        - input: {type: refund.requested/1, payload: {refund_id: r-1, amount: 900, payee: bob, reason: late}}
+          expect:
+            outcomes: [APPROVAL_REQUEST]
+            effects: [{effect_type: refund.pay, approver: finance-lead, params: {amount: 900}}]
+
+A step is "input" (an event, as flrh run start takes it) or "receipt"
+(confirmed_success, confirmed_failure…: for the oldest effect planned that
+needs no approval). What "expect" leaves out is not checked, but an input
+the domain refuses fails its step unless "refused" expects it.
+
+Exit status: 0 when every case passes, 1 when one fails or the bundle does
+not compile, 2 when a case file cannot be read.`,
+		Args: cobra.MinimumNArgs(1)}
+	asJSON := test.Flags().Bool("json", false, "print JSON")
+	test.RunE = func(cmd *cobra.Command, args []string) error {
+		dir := args[0]
+		if !bundle.IsDir(dir) {
+			return usagef("%s is not a bundle directory", dir)
+		}
+		w, _, err := bundle.Load(dir)
+		if err != nil {
+			return err
+		}
+		files := args[1:]
+		if len(files) == 0 {
+			if files, err = caseFiles(dir); err != nil {
+				return usagef("%v", err)
+			}
+			if len(files) == 0 {
+				return usagef("%s has no test cases: write them in %s (or *.test.json), or name case files", dir, filepath.Join(dir, "policy.test.yaml"))
+			}
+		}
+		var rep policyReport
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			res, err := policytest.Run(w.Workflow, f, src)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			for _, r := range res {
+				rep = append(rep, policyCase{File: f, Result: r})
+			}
+		}
+		failed := slices.ContainsFunc(rep, func(c policyCase) bool { return !c.Passed() })
+		return finishReport(cmd.OutOrStdout(), *asJSON, rep, nil, failed)
+	}
+	return test
+}

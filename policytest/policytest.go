@@ -1,0 +1,395 @@
+// Package policytest runs a workflow bundle's own test cases: sequences of
+// inputs (and receipts for the effects they plan) handed to the compiled
+// workflow's pure Decide, each followed by what the bundle's author
+// expects H to decide. It is to a bundle what `opa test` is to a Rego
+// policy: the gates, capabilities, eligibility rules and approval policy
+// checked in CI before a run ever sees them, with no store, no runner and
+// no effect sent.
+//
+// A case file is JSON (or YAML, read strictly as the JSON value it
+// spells):
+//
+//	{"cases": [
+//	  {"name": "a large refund waits for finance-lead",
+//	   "steps": [
+//	     {"input": {"type": "refund.requested/1", "payload": {…}},
+//	      "expect": {"outcomes": ["APPROVAL_REQUEST"],
+//	                 "effects": [{"effect_type": "refund.pay", "approver": "finance-lead"}]}},
+//	     …]}]}
+//
+// A step is an input (an event, as flrh run start takes it) or a receipt
+// ("confirmed_success", "confirmed_failure", …) for the oldest effect
+// planned and not yet settled that needs no approval. What "expect" does
+// not name is not checked, but for a refusal: an input the domain refuses
+// fails its step unless "refused" expects it.
+//
+// The package is pure: Run takes the compiled workflow and the case
+// file's bytes and returns the results.
+package policytest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"flrh.dev/flrh/authority"
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/workflow"
+	"flrh.dev/flrh/yamljson"
+)
+
+// Named reports whether a file's name makes it a bundle's case file:
+// *.test.json, *.test.yaml or *.test.yml, beside the bundle's other files
+// (a bundle's digest binds only the files its manifest names, so its tests
+// do not change it).
+func Named(name string) bool {
+	for _, ext := range []string{".test.json", ".test.yaml", ".test.yml"} {
+		if strings.HasSuffix(name, ext) && len(name) > len(ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// Error is a case file that cannot be read: where in it (a JSON Pointer,
+// and in YAML its line and column) and what is wrong.
+type Error struct {
+	File    string `json:"file"`
+	Pointer string `json:"pointer,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Detail  string `json:"detail"`
+}
+
+func (e *Error) Error() string {
+	where := e.File
+	if e.Line > 0 {
+		where += fmt.Sprintf(":%d:%d", e.Line, e.Column)
+	}
+	if e.Pointer != "" {
+		where += " at " + e.Pointer
+	}
+	return "policy test: " + where + ": " + e.Detail
+}
+
+// file is a case file's layout.
+type file struct {
+	Cases []testCase `json:"cases"`
+}
+
+type testCase struct {
+	Name  string `json:"name"`
+	Steps []step `json:"steps"`
+}
+
+type step struct {
+	Input   json.RawMessage `json:"input,omitempty"`
+	Receipt string          `json:"receipt,omitempty"`
+	Expect  *expect         `json:"expect,omitempty"`
+}
+
+// expect is what a step must have decided; a member left out is not
+// checked (but refusals: see Refused).
+type expect struct {
+	// Refused, when given, expects the input refused with a reason that
+	// holds it ("" for any reason); when left out, a refusal fails the
+	// step.
+	Refused *string `json:"refused,omitempty"`
+	// Outcomes are H's outcomes in the order the step decided them
+	// (INTENT, APPROVAL_REQUEST, OPTIONS, HELD, ESCALATED, REJECTED): one
+	// a proposal, and one more for a proposal decided again in the same
+	// turn (options a controller chose among).
+	Outcomes *[]string `json:"outcomes,omitempty"`
+	// Effects are the effects the step planned, in order.
+	Effects *[]effectExpect `json:"effects,omitempty"`
+	// Completion is whether the run is then done once its effects are
+	// closed: continue, complete or fail.
+	Completion string `json:"completion,omitempty"`
+	// Audit holds text each of which some outcome's audit lines or
+	// rejection must hold (a gate's rule id, NOT_COVERED…).
+	Audit []string `json:"audit,omitempty"`
+}
+
+type effectExpect struct {
+	EffectType string `json:"effect_type,omitempty"`
+	// Approver, when given, is who must approve the effect ("" for an
+	// effect that needs no approval).
+	Approver *string `json:"approver,omitempty"`
+	// Params are parameters the action must hold, with these values.
+	Params map[string]json.RawMessage `json:"params,omitempty"`
+}
+
+// Result is how one case went.
+type Result struct {
+	Name  string `json:"name"`
+	Steps int    `json:"steps"`
+	// Failure says what the first step that did not go as expected did
+	// instead ("" when every step did), and Step which it was (1-based).
+	Failure string `json:"failure,omitempty"`
+	Step    int    `json:"step,omitempty"`
+}
+
+// Passed reports whether every step went as expected.
+func (r Result) Passed() bool { return r.Failure == "" }
+
+// Outcomes of H a step may expect.
+var outcomes = []string{authority.OutcomeIntent, authority.OutcomeApprovalRequest, authority.OutcomeOptions,
+	authority.OutcomeHeld, authority.OutcomeEscalated, authority.OutcomeRejected}
+
+// Completions a step may expect.
+var completions = []string{string(workflow.Continue), string(workflow.Complete), string(workflow.Fail)}
+
+// Run runs the cases of the case file name, whose bytes are src (YAML when
+// name says so), against w, each from a fresh run, and returns how each
+// went. A file that cannot be read is an *Error and runs nothing.
+func Run(w *workflow.Workflow, name string, src []byte) ([]Result, error) {
+	f, err := parse(name, src)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(f.Cases))
+	for i, c := range f.Cases {
+		out[i] = runCase(w, c)
+	}
+	return out, nil
+}
+
+func parse(name string, src []byte) (*file, error) {
+	fail := func(ptr, format string, args ...any) *Error {
+		return &Error{File: name, Pointer: ptr, Detail: fmt.Sprintf(format, args...)}
+	}
+	doc := src
+	var pos yamljson.Positions
+	if yamljson.Named(name) {
+		var err error
+		if doc, pos, err = yamljson.Convert(src); err != nil {
+			e := fail("", "not YAML flrh reads: %v", err)
+			if ye, ok := err.(*yamljson.Error); ok {
+				e.Pointer, e.Line, e.Column, e.Detail = ye.Pointer, ye.Line, ye.Column, "not YAML flrh reads: "+ye.Detail
+			}
+			return nil, e
+		}
+	}
+	located := func(e *Error) *Error {
+		if p, ok := pos.At(e.Pointer); ok && pos != nil {
+			e.Line, e.Column = p.Line, p.Column
+		}
+		return e
+	}
+	if _, err := cjson.Decode(doc); err != nil {
+		return nil, fail("", "not flrh-cjson JSON: %v", err)
+	}
+	var f file
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fail("", "not a case file ({\"cases\": [{\"name\", \"steps\": [{\"input\"|\"receipt\", \"expect\"}]}]}): %v", err)
+	}
+	if len(f.Cases) == 0 {
+		return nil, located(fail("/cases", "no cases"))
+	}
+	names := map[string]bool{}
+	for i, c := range f.Cases {
+		ptr := fmt.Sprintf("/cases/%d", i)
+		switch {
+		case strings.TrimSpace(c.Name) == "":
+			return nil, located(fail(ptr+"/name", "a case has a name"))
+		case names[c.Name]:
+			return nil, located(fail(ptr+"/name", "two cases are named %q", c.Name))
+		case len(c.Steps) == 0:
+			return nil, located(fail(ptr+"/steps", "a case has at least one step"))
+		}
+		names[c.Name] = true
+		for j, s := range c.Steps {
+			sp := fmt.Sprintf("%s/steps/%d", ptr, j)
+			if (len(s.Input) > 0) == (s.Receipt != "") {
+				return nil, located(fail(sp, "a step is an input or a receipt, one of them"))
+			}
+			if s.Expect == nil {
+				continue
+			}
+			if o := s.Expect.Outcomes; o != nil {
+				for k, x := range *o {
+					if !slices.Contains(outcomes, x) {
+						return nil, located(fail(fmt.Sprintf("%s/expect/outcomes/%d", sp, k), "%q is not one of %s", x, strings.Join(outcomes, ", ")))
+					}
+				}
+			}
+			if x := s.Expect.Completion; x != "" && !slices.Contains(completions, x) {
+				return nil, located(fail(sp+"/expect/completion", "%q is not one of %s", x, strings.Join(completions, ", ")))
+			}
+		}
+	}
+	return &f, nil
+}
+
+// decided is what one step decided, as the expectations read it.
+type decided struct {
+	refusal    string
+	outcomes   []string
+	audit      []string // every outcome's audit lines and rejection
+	effects    []workflow.Effect
+	completion string
+}
+
+// summary is what a failing step decided, for the person reading why.
+func (d decided) summary() string {
+	if d.refusal != "" {
+		return "refused: " + d.refusal
+	}
+	s := fmt.Sprintf("H decided %v", d.outcomes)
+	if len(d.audit) > 0 {
+		s += "; " + strings.Join(d.audit, "; ")
+	}
+	return s
+}
+
+func runCase(w *workflow.Workflow, c testCase) Result {
+	res := Result{Name: c.Name, Steps: len(c.Steps)}
+	state, err := w.Init("policytest")
+	if err != nil {
+		res.Failure, res.Step = "the run does not start: "+err.Error(), 1
+		return res
+	}
+	var open []string // intents planned without an approval, not yet settled
+	for i, s := range c.Steps {
+		in := workflow.Input{Seq: int64(i + 1), Actor: "policytest"}
+		if len(s.Input) > 0 {
+			body, err := cjson.Canonicalize(s.Input)
+			if err != nil {
+				res.Failure, res.Step = "the input is not canonical JSON: "+err.Error(), i+1
+				return res
+			}
+			in.Kind, in.Body = workflow.KindInput, body
+		} else {
+			if len(open) == 0 {
+				res.Failure, res.Step = "a receipt, but no effect is waiting for one (an effect that needs an approval is not settled here)", i+1
+				return res
+			}
+			body, _ := cjson.Marshal(map[string]any{"intent_id": open[0], "outcome": s.Receipt})
+			open = open[1:]
+			in.Kind, in.Body = workflow.KindReceipt, body
+		}
+		in.Digest = cjson.Digest(in.Body)
+		r, err := w.Decide(state, in)
+		if err != nil {
+			res.Failure, res.Step = "Decide failed: "+err.Error(), i+1
+			return res
+		}
+		d := observe(r)
+		if why := check(w, s.Expect, d); why != "" {
+			res.Failure, res.Step = why+" ("+d.summary()+")", i+1
+			return res
+		}
+		if r.Refusal == "" {
+			state = r.State
+			for _, e := range r.Effects {
+				if e.Approval == nil {
+					open = append(open, e.Intent.IntentID)
+				}
+			}
+		}
+	}
+	return res
+}
+
+// observe reads what a step decided from its result and H's outcome notes.
+func observe(r workflow.Result) decided {
+	d := decided{refusal: r.Refusal, effects: r.Effects, completion: string(r.Completion)}
+	for _, n := range r.Trace {
+		if n.Kind != "h.outcome" {
+			continue
+		}
+		var o struct {
+			Outcome   string   `json:"outcome"`
+			Audit     []string `json:"audit"`
+			Rejection *struct {
+				Code string `json:"code"`
+				Path string `json:"path"`
+			} `json:"rejection"`
+		}
+		if json.Unmarshal(n.Body, &o) != nil {
+			continue
+		}
+		d.outcomes = append(d.outcomes, o.Outcome)
+		d.audit = append(d.audit, o.Audit...)
+		if o.Rejection != nil {
+			d.audit = append(d.audit, o.Rejection.Code+" "+o.Rejection.Path)
+		}
+	}
+	return d
+}
+
+// check says how d falls short of e, or "" when it does not.
+func check(w *workflow.Workflow, e *expect, d decided) string {
+	if e == nil {
+		e = &expect{}
+	}
+	switch {
+	case e.Refused == nil && d.refusal != "":
+		return "the input was refused"
+	case e.Refused != nil && d.refusal == "":
+		return "the input was not refused"
+	case e.Refused != nil && !strings.Contains(d.refusal, *e.Refused):
+		return fmt.Sprintf("refused, but not for %q", *e.Refused)
+	}
+	if e.Outcomes != nil && !slices.Equal(*e.Outcomes, d.outcomes) {
+		return fmt.Sprintf("outcomes %v, want %v", d.outcomes, *e.Outcomes)
+	}
+	if e.Completion != "" && e.Completion != d.completion {
+		return fmt.Sprintf("completion %s, want %s", d.completion, e.Completion)
+	}
+	for _, a := range e.Audit {
+		if !slices.ContainsFunc(d.audit, func(line string) bool { return strings.Contains(line, a) }) {
+			return fmt.Sprintf("no outcome's audit holds %q", a)
+		}
+	}
+	if e.Effects == nil {
+		return ""
+	}
+	if len(*e.Effects) != len(d.effects) {
+		return fmt.Sprintf("%d effects planned, want %d", len(d.effects), len(*e.Effects))
+	}
+	for k, x := range *e.Effects {
+		got := d.effects[k]
+		if x.EffectType != "" && x.EffectType != got.Intent.EffectType {
+			return fmt.Sprintf("effect %d is %s, want %s", k+1, got.Intent.EffectType, x.EffectType)
+		}
+		if x.Approver != nil {
+			approver := ""
+			if got.Approval != nil {
+				approver = got.Approval.Approver
+				if approver == "" {
+					approver = w.Approval().Approver
+				}
+			}
+			if approver != *x.Approver {
+				return fmt.Sprintf("effect %d is for %q to approve, want %q", k+1, approver, *x.Approver)
+			}
+		}
+		if len(x.Params) > 0 {
+			var params map[string]json.RawMessage
+			if err := json.Unmarshal(got.Payload, &params); err != nil {
+				return fmt.Sprintf("effect %d: its action is not an object", k+1)
+			}
+			for _, p := range slices.Sorted(maps.Keys(x.Params)) {
+				want, _ := cjson.Canonicalize(x.Params[p])
+				have, _ := cjson.Canonicalize(params[p])
+				if params[p] == nil || !bytes.Equal(want, have) {
+					return fmt.Sprintf("effect %d: %s = %s, want %s", k+1, p, orNone(params[p]), x.Params[p])
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func orNone(b json.RawMessage) string {
+	if b == nil {
+		return "(none)"
+	}
+	return string(b)
+}

@@ -1,0 +1,194 @@
+package policytest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/workflow"
+)
+
+func example(t testing.TB, name string) *workflow.Workflow {
+	t.Helper()
+	w, _, err := bundle.Load(filepath.Join("..", "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.Workflow
+}
+
+// Every example ships policy tests, and they pass.
+func TestNamed(t *testing.T) {
+	for name, want := range map[string]bool{"policy.test.yaml": true, "a.test.json": true, "b.test.yml": true,
+		".test.yaml": false, "policy.yaml": false, "test.yaml": false, "workflow.json": false, "policy.test.yaml.bak": false} {
+		if Named(name) != want {
+			t.Errorf("%s: %v", name, !want)
+		}
+	}
+}
+
+// Every example ships policy tests, and they pass.
+func TestExamplesPassTheirPolicyTests(t *testing.T) {
+	for _, name := range []string{"refund-agent", "ops-agent", "support-agent"} {
+		w := example(t, name)
+		files, _ := filepath.Glob(filepath.Join("..", "examples", name, "*.test.yaml"))
+		if len(files) == 0 {
+			t.Fatalf("%s has no policy tests", name)
+		}
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(w, f, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) < 3 {
+				t.Fatalf("%s: %d cases", f, len(res))
+			}
+			for _, r := range res {
+				if !r.Passed() {
+					t.Errorf("%s: %s: step %d: %s", f, r.Name, r.Step, r.Failure)
+				}
+			}
+		}
+	}
+}
+
+const small = `{type: refund.requested/1, payload: {refund_id: r-1, amount: 40, payee: alice, reason: damaged}}`
+const large = `{type: refund.requested/1, payload: {refund_id: r-2, amount: 900, payee: bob, reason: late}}`
+
+// A case that does not go as expected fails at its step, saying what was
+// expected and what H decided instead.
+func TestFailuresSayWhat(t *testing.T) {
+	w := example(t, "refund-agent")
+	for _, c := range []struct {
+		name, steps string
+		step        int
+		want        string // in the failure; "" when the case passes
+	}{
+		{"passes", `[{input: ` + small + `, expect: {outcomes: [INTENT]}}]`, 0, ""},
+		{"no expectations pass", `[{input: ` + small + `}, {receipt: confirmed_success}]`, 0, ""},
+		{"outcomes", `[{input: ` + large + `, expect: {outcomes: [INTENT]}}]`, 1, "outcomes [APPROVAL_REQUEST], want [INTENT] (H decided [APPROVAL_REQUEST])"},
+		{"outcomes, none expected", `[{input: ` + small + `, expect: {outcomes: []}}]`, 1, "outcomes [INTENT], want []"},
+		{"refused unexpectedly", `[{input: {type: refund.requested/1, payload: {refund_id: r, amount: 0, payee: a, reason: x}}}]`, 1, "the input was refused (refused: "},
+		{"not refused", `[{input: ` + small + `, expect: {refused: ""}}]`, 1, "the input was not refused"},
+		{"refused for another reason", `[{input: {type: refund.requested/1, payload: {refund_id: r, amount: 0, payee: a, reason: x}}, expect: {refused: too late}}]`, 1, `refused, but not for "too late"`},
+		{"an unknown event", `[{input: {type: nope/1, payload: {}}, expect: {refused: F rejected the input}}]`, 0, ""},
+		{"completion", `[{input: ` + small + `}, {receipt: confirmed_success, expect: {completion: fail}}]`, 2, "completion complete, want fail"},
+		{"audit", `[{input: ` + large + `, expect: {audit: [NOT_COVERED]}}]`, 1, `no outcome's audit holds "NOT_COVERED"`},
+		{"effect count", `[{input: ` + small + `, expect: {effects: []}}]`, 1, "1 effects planned, want 0"},
+		{"effect type", `[{input: ` + small + `, expect: {effects: [{effect_type: refund.void}]}}]`, 1, "effect 1 is refund.pay, want refund.void"},
+		{"approver", `[{input: ` + large + `, expect: {effects: [{approver: ""}]}}]`, 1, `effect 1 is for "finance-lead" to approve, want ""`},
+		{"no approver", `[{input: ` + small + `, expect: {effects: [{approver: finance-lead}]}}]`, 1, `effect 1 is for "" to approve, want "finance-lead"`},
+		{"a param's value", `[{input: ` + small + `, expect: {effects: [{params: {amount: 41}}]}}]`, 1, "effect 1: amount = 40, want 41"},
+		{"a param missing", `[{input: ` + small + `, expect: {effects: [{params: {iban: "DE00"}}]}}]`, 1, `effect 1: iban = (none), want "DE00"`},
+		{"a param of another type", `[{input: ` + small + `, expect: {effects: [{params: {amount: "40"}}]}}]`, 1, `effect 1: amount = 40, want "40"`},
+		{"params that hold", `[{input: ` + large + `, expect: {effects: [{effect_type: refund.pay, approver: finance-lead, params: {amount: 900, payee: bob}}]}}]`, 0, ""},
+		{"a receipt with nothing open", `[{receipt: confirmed_success}]`, 1, "no effect is waiting for one"},
+		{"a receipt for an effect waiting for approval", `[{input: ` + large + `}, {receipt: confirmed_success}]`, 2, "no effect is waiting for one"},
+		{"a second receipt", `[{input: ` + small + `}, {receipt: confirmed_success}, {receipt: confirmed_success}]`, 3, "no effect is waiting for one"},
+		{"a refused input plans nothing", `[{input: {type: refund.requested/1, payload: {refund_id: r, amount: 0, payee: a, reason: x}}, expect: {refused: ""}}, {receipt: confirmed_success}]`, 2, "no effect is waiting for one"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := "cases:\n  - name: c\n    steps: " + c.steps + "\n"
+			res, err := Run(w, "case.yaml", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res[0]
+			if c.want == "" {
+				if !r.Passed() {
+					t.Fatalf("failed at step %d: %s", r.Step, r.Failure)
+				}
+				return
+			}
+			if r.Passed() || r.Step != c.step || !strings.Contains(r.Failure, c.want) {
+				t.Fatalf("step %d: %q; want step %d: %q", r.Step, r.Failure, c.step, c.want)
+			}
+		})
+	}
+}
+
+// Each case starts from a fresh run: what one case planned is not open in
+// the next.
+func TestCasesAreIndependent(t *testing.T) {
+	w := example(t, "refund-agent")
+	src := `{"cases": [
+  {"name": "one", "steps": [{"input": {"type": "refund.requested/1", "payload": {"refund_id": "r-1", "amount": 40, "payee": "alice", "reason": "x"}}}]},
+  {"name": "two", "steps": [{"receipt": "confirmed_success"}]}]}`
+	res, err := Run(w, "cases.json", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Passed() || res[1].Passed() {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// A case file that cannot be read says where, and runs nothing.
+func TestCaseFileRefused(t *testing.T) {
+	w := example(t, "refund-agent")
+	for _, c := range []struct {
+		name, file, src string
+		pointer         string
+		line            int
+		want            string
+	}{
+		{"not JSON", "c.json", `{"cases": [`, "", 0, "not flrh-cjson JSON"},
+		{"not YAML", "c.yaml", "cases: [\n", "", 0, "not YAML"},
+		{"an unknown member", "c.json", `{"cases": [{"name": "a", "steps": [{"receipt": "x", "expect": {"colour": 1}}]}]}`, "", 0, "colour"},
+		{"no cases", "c.json", `{"cases": []}`, "/cases", 0, "no cases"},
+		{"no name", "c.yaml", "cases:\n  - steps: [{receipt: x}]\n", "/cases/0/name", 0, "a case has a name"},
+		{"two names alike", "c.yaml", "cases:\n  - name: a\n    steps: [{receipt: x}]\n  - name: a\n    steps: [{receipt: x}]\n", "/cases/1/name", 4, `two cases are named "a"`},
+		{"no steps", "c.yaml", "cases:\n  - name: a\n    steps: []\n", "/cases/0/steps", 3, "at least one step"},
+		{"input and receipt", "c.yaml", "cases:\n  - name: a\n    steps:\n      - {receipt: x, input: {type: t}}\n", "/cases/0/steps/0", 4, "one of them"},
+		{"neither", "c.yaml", "cases:\n  - name: a\n    steps:\n      - expect: {}\n", "/cases/0/steps/0", 4, "one of them"},
+		{"an unknown outcome", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: x\n        expect: {outcomes: [ALLOWED]}\n", "/cases/0/steps/0/expect/outcomes/0", 5, `"ALLOWED" is not one of`},
+		{"an unknown completion", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: x\n        expect: {completion: done}\n", "/cases/0/steps/0/expect/completion", 5, `"done" is not one of`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Run(w, c.file, []byte(c.src))
+			var pe *Error
+			if !errors.As(err, &pe) || res != nil {
+				t.Fatalf("%v, %+v", err, res)
+			}
+			if pe.File != c.file || pe.Pointer != c.pointer || !strings.Contains(pe.Detail, c.want) || (c.line > 0 && pe.Line != c.line) {
+				t.Fatalf("%+v; want %s at %q line %d: %q", pe, c.file, c.pointer, c.line, c.want)
+			}
+		})
+	}
+}
+
+func FuzzRun(f *testing.F) {
+	w := example(f, "refund-agent")
+	src, err := os.ReadFile(filepath.Join("..", "examples", "refund-agent", "policy.test.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(src, true)
+	f.Add([]byte(`{"cases": [{"name": "a", "steps": [{"input": {"type": "refund.requested/1", "payload": {}}, "expect": {"refused": ""}}]}]}`), false)
+	f.Fuzz(func(t *testing.T, src []byte, yaml bool) {
+		name := "c.json"
+		if yaml {
+			name = "c.yaml"
+		}
+		res, err := Run(w, name, src)
+		if err != nil {
+			var pe *Error
+			if !errors.As(err, &pe) || res != nil {
+				t.Fatalf("not an *Error: %v", err)
+			}
+			return
+		}
+		for _, r := range res {
+			if r.Passed() != (r.Step == 0) || r.Step > r.Steps {
+				t.Fatalf("%+v", r)
+			}
+		}
+	})
+}

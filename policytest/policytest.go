@@ -38,7 +38,6 @@ import (
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/workflow"
-	"flrh.dev/flrh/yamljson"
 )
 
 // Named reports whether a file's name makes it a bundle's case file:
@@ -52,27 +51,6 @@ func Named(name string) bool {
 		}
 	}
 	return false
-}
-
-// Error is a case file that cannot be read: where in it (a JSON Pointer,
-// and in YAML its line and column) and what is wrong.
-type Error struct {
-	File    string `json:"file"`
-	Pointer string `json:"pointer,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Column  int    `json:"column,omitempty"`
-	Detail  string `json:"detail"`
-}
-
-func (e *Error) Error() string {
-	where := e.File
-	if e.Line > 0 {
-		where += fmt.Sprintf(":%d:%d", e.Line, e.Column)
-	}
-	if e.Pointer != "" {
-		where += " at " + e.Pointer
-	}
-	return "policy test: " + where + ": " + e.Detail
 }
 
 // file is a case file's layout.
@@ -144,7 +122,8 @@ var completions = []string{string(workflow.Continue), string(workflow.Complete),
 
 // Run runs the cases of the case file name, whose bytes are src (YAML when
 // name says so), against w, each from a fresh run, and returns how each
-// went. A file that cannot be read is an *Error and runs nothing.
+// went. A file that cannot be read is a *workflow.Error (CodeBadTest, with
+// where) and runs nothing.
 func Run(w *workflow.Workflow, name string, src []byte) ([]Result, error) {
 	f, err := parse(name, src)
 	if err != nil {
@@ -158,22 +137,17 @@ func Run(w *workflow.Workflow, name string, src []byte) ([]Result, error) {
 }
 
 func parse(name string, src []byte) (*file, error) {
-	fail := func(ptr, format string, args ...any) *Error {
-		return &Error{File: name, Pointer: ptr, Detail: fmt.Sprintf(format, args...)}
+	fail := func(ptr, format string, args ...any) *workflow.Error {
+		return &workflow.Error{Code: workflow.CodeBadTest, File: name, Pointer: ptr, Detail: fmt.Sprintf(format, args...)}
 	}
-	doc := src
-	var pos yamljson.Positions
-	if yamljson.Named(name) {
-		var err error
-		if doc, pos, err = yamljson.Convert(src); err != nil {
-			e := fail("", "not YAML flrh reads: %v", err)
-			if ye, ok := err.(*yamljson.Error); ok {
-				e.Pointer, e.Line, e.Column, e.Detail = ye.Pointer, ye.Line, ye.Column, "not YAML flrh reads: "+ye.Detail
-			}
-			return nil, e
+	doc, pos, err := workflow.ReadDocument(name, src)
+	if err != nil {
+		if we, ok := err.(*workflow.Error); ok {
+			we.Code = workflow.CodeBadTest
 		}
+		return nil, err
 	}
-	located := func(e *Error) *Error {
+	located := func(e *workflow.Error) *workflow.Error {
 		if p, ok := pos.At(e.Pointer); ok && pos != nil {
 			e.Line, e.Column = p.Line, p.Column
 		}

@@ -153,8 +153,8 @@ func TestCaseFileRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res, err := Run(w, c.file, []byte(c.src))
-			var pe *Error
-			if !errors.As(err, &pe) || res != nil {
+			var pe *workflow.Error
+			if !errors.As(err, &pe) || res != nil || pe.Code != workflow.CodeBadTest {
 				t.Fatalf("%v, %+v", err, res)
 			}
 			if pe.File != c.file || pe.Pointer != c.pointer || !strings.Contains(pe.Detail, c.want) || (c.line > 0 && pe.Line != c.line) {
@@ -179,9 +179,9 @@ func FuzzRun(f *testing.F) {
 		}
 		res, err := Run(w, name, src)
 		if err != nil {
-			var pe *Error
-			if !errors.As(err, &pe) || res != nil {
-				t.Fatalf("not an *Error: %v", err)
+			var pe *workflow.Error
+			if !errors.As(err, &pe) || res != nil || pe.Code != workflow.CodeBadTest {
+				t.Fatalf("not a BAD_TEST *workflow.Error: %v", err)
 			}
 			return
 		}

@@ -556,6 +556,20 @@ func (c *compiler) document(name string, b []byte, floats bool) ([]byte, *Error)
 	return out, nil
 }
 
+// ReadDocument is the JSON text of a file of a bundle, name, whose bytes
+// are b, read as Compile reads the bundle's own: b itself, or for a file
+// named *.yaml or *.yml the canonical JSON of the value it spells, with
+// where each value was written (pos, nil for JSON). A file that is not
+// YAML flrh reads is an *Error with its line and column.
+func ReadDocument(name string, b []byte) (doc []byte, pos yamljson.Positions, err error) {
+	c := compiler{}
+	doc, cerr := c.document(name, b, false)
+	if cerr != nil {
+		return nil, nil, cerr
+	}
+	return doc, c.positions[name], nil
+}
+
 // located is e with the manifest's name, manifest, where e names
 // workflow.json (the name every check of the manifest's members gives),
 // and, in a file written in YAML, the line and column of the value e's

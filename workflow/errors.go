@@ -15,6 +15,7 @@ const (
 	CodeBadController   = "BAD_CONTROLLER"   // the AIF controller's model does not decode
 	CodeBadLoop         = "BAD_LOOP"         // the loop section does not fit the loop contract
 	CodeKeyMismatch     = "KEY_MISMATCH"     // the key signing capabilities is not the bundle's operator key
+	CodeBadTest         = "BAD_TEST"         // a policy test file (package policytest) cannot be read
 )
 
 // Error is a bundle that cannot be compiled: which file, where in it (a

@@ -137,9 +137,6 @@ func Run(w *workflow.Workflow, name string, src []byte) ([]Result, error) {
 }
 
 func parse(name string, src []byte) (*file, error) {
-	fail := func(ptr, format string, args ...any) *workflow.Error {
-		return &workflow.Error{Code: workflow.CodeBadTest, File: name, Pointer: ptr, Detail: fmt.Sprintf(format, args...)}
-	}
 	doc, pos, err := workflow.ReadDocument(name, src)
 	if err != nil {
 		if we, ok := err.(*workflow.Error); ok {
@@ -147,8 +144,10 @@ func parse(name string, src []byte) (*file, error) {
 		}
 		return nil, err
 	}
-	located := func(e *workflow.Error) *workflow.Error {
-		if p, ok := pos.At(e.Pointer); ok && pos != nil {
+	// fail is what is wrong at ptr, with where it was written in YAML.
+	fail := func(ptr, format string, args ...any) *workflow.Error {
+		e := &workflow.Error{Code: workflow.CodeBadTest, File: name, Pointer: ptr, Detail: fmt.Sprintf(format, args...)}
+		if p, ok := pos.At(ptr); ok && ptr != "" {
 			e.Line, e.Column = p.Line, p.Column
 		}
 		return e
@@ -163,24 +162,24 @@ func parse(name string, src []byte) (*file, error) {
 		return nil, fail("", "not a case file ({\"cases\": [{\"name\", \"steps\": [{\"input\"|\"receipt\", \"expect\"}]}]}): %v", err)
 	}
 	if len(f.Cases) == 0 {
-		return nil, located(fail("/cases", "no cases"))
+		return nil, fail("/cases", "no cases")
 	}
 	names := map[string]bool{}
 	for i, c := range f.Cases {
 		ptr := fmt.Sprintf("/cases/%d", i)
 		switch {
 		case strings.TrimSpace(c.Name) == "":
-			return nil, located(fail(ptr+"/name", "a case has a name"))
+			return nil, fail(ptr+"/name", "a case has a name")
 		case names[c.Name]:
-			return nil, located(fail(ptr+"/name", "two cases are named %q", c.Name))
+			return nil, fail(ptr+"/name", "two cases are named %q", c.Name)
 		case len(c.Steps) == 0:
-			return nil, located(fail(ptr+"/steps", "a case has at least one step"))
+			return nil, fail(ptr+"/steps", "a case has at least one step")
 		}
 		names[c.Name] = true
 		for j, s := range c.Steps {
 			sp := fmt.Sprintf("%s/steps/%d", ptr, j)
 			if (len(s.Input) > 0) == (s.Receipt != "") {
-				return nil, located(fail(sp, "a step is an input or a receipt, one of them"))
+				return nil, fail(sp, "a step is an input or a receipt, one of them")
 			}
 			if s.Expect == nil {
 				continue
@@ -188,12 +187,12 @@ func parse(name string, src []byte) (*file, error) {
 			if o := s.Expect.Outcomes; o != nil {
 				for k, x := range *o {
 					if !slices.Contains(outcomes, x) {
-						return nil, located(fail(fmt.Sprintf("%s/expect/outcomes/%d", sp, k), "%q is not one of %s", x, strings.Join(outcomes, ", ")))
+						return nil, fail(fmt.Sprintf("%s/expect/outcomes/%d", sp, k), "%q is not one of %s", x, strings.Join(outcomes, ", "))
 					}
 				}
 			}
 			if x := s.Expect.Completion; x != "" && !slices.Contains(completions, x) {
-				return nil, located(fail(sp+"/expect/completion", "%q is not one of %s", x, strings.Join(completions, ", ")))
+				return nil, fail(sp+"/expect/completion", "%q is not one of %s", x, strings.Join(completions, ", "))
 			}
 		}
 	}

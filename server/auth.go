@@ -218,9 +218,9 @@ func (s *Server) grantOf(r *http.Request, now time.Time) (grant, *Error) {
 
 // SetTokens puts t in place of the tokens callers are authenticated
 // with: a token file read again (flrh serve on SIGHUP). Requests from then
-// on are authenticated by t, and an open event stream whose token t no
-// longer grants reading ends at its next turn, so that revoking a leaked
-// token closes what it opened. Whether the server authenticates at all is
+// on are authenticated by t, and an open streaming request whose token t
+// no longer grants its route ends at once (watchRevocation), so that
+// revoking a leaked token closes what it opened. Whether the server authenticates at all is
 // fixed when it starts (it listens beyond loopback only with tokens), so
 // a server started without tokens is not given any, nor one started with
 // them left without.

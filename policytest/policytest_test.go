@@ -192,3 +192,19 @@ func FuzzRun(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRunRefundCases runs the refund agent's policy tests: what a
+// bundle author waits for on each change.
+func BenchmarkRunRefundCases(b *testing.B) {
+	w := example(b, "refund-agent")
+	src, err := os.ReadFile(filepath.Join("..", "examples", "refund-agent", "policy.test.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Run(w, "policy.test.yaml", src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -17,11 +17,15 @@
 //	                 "effects": [{"effect_type": "refund.pay", "approver": "finance-lead"}]}},
 //	     …]}]}
 //
-// A step is an input (an event, as flrh run start takes it) or a receipt
-// ("confirmed_success", "confirmed_failure", …) for the oldest effect
-// planned and not yet settled that needs no approval. What "expect" does
-// not name is not checked, but for a refusal: an input the domain refuses
-// fails its step unless "refused" expects it.
+// A step is an input (an event, as flrh run start takes it, handed by
+// "as", "policytest" when left out), a receipt ("confirmed_success",
+// "confirmed_failure", …) for the oldest effect authorized and not yet
+// settled, or an approval: a person's grant of the oldest approval request
+// waiting, judged as a run judges it (who may answer, duties kept apart,
+// a quorum, a panel), the grant that completes the request having H
+// authorize its effect. What "expect" does not name is not checked, but
+// for a refusal: an input the domain refuses, or a grant the approval
+// policy refuses, fails its step unless "refused" expects it.
 //
 // The package is pure: Run takes the compiled workflow and the case
 // file's bytes and returns the results.
@@ -29,6 +33,7 @@ package policytest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -37,6 +42,7 @@ import (
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/panel"
 	"flrh.dev/flrh/workflow"
 )
 
@@ -64,9 +70,14 @@ type testCase struct {
 }
 
 type step struct {
-	Input   json.RawMessage `json:"input,omitempty"`
-	Receipt string          `json:"receipt,omitempty"`
-	Expect  *expect         `json:"expect,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// As is who hands the run the input ("policytest" when left out):
+	// where the approval policy separates duties, no one who did may
+	// approve.
+	As      string  `json:"as,omitempty"`
+	Receipt string  `json:"receipt,omitempty"`
+	Approve string  `json:"approve,omitempty"`
+	Expect  *expect `json:"expect,omitempty"`
 }
 
 // expect is what a step must have decided; a member left out is not
@@ -89,6 +100,11 @@ type expect struct {
 	// Audit holds text each of which some outcome's audit lines or
 	// rejection must hold (a gate's rule id, NOT_COVERED…).
 	Audit []string `json:"audit,omitempty"`
+	// Approval is what an approval step's grant did: counted (toward a
+	// quorum or a panel, which wait for more), approved (the request is
+	// answered and its effect authorized), ignored (it adds nothing to the
+	// grants taken). A grant refused is a refusal (Refused).
+	Approval string `json:"approval,omitempty"`
 }
 
 type effectExpect struct {
@@ -119,6 +135,15 @@ var outcomes = []string{authority.OutcomeIntent, authority.OutcomeApprovalReques
 
 // Completions a step may expect.
 var completions = []string{string(workflow.Continue), string(workflow.Complete), string(workflow.Fail)}
+
+// What an approval step's grant may have done.
+const (
+	grantCounted  = "counted"
+	grantApproved = "approved"
+	grantIgnored  = "ignored"
+)
+
+var grantOutcomes = []string{grantCounted, grantApproved, grantIgnored}
 
 // Run runs the cases of the case file name, whose bytes are src (YAML when
 // name says so), against w, each from a fresh run, and returns how each
@@ -178,8 +203,17 @@ func parse(name string, src []byte) (*file, error) {
 		names[c.Name] = true
 		for j, s := range c.Steps {
 			sp := fmt.Sprintf("%s/steps/%d", ptr, j)
-			if (len(s.Input) > 0) == (s.Receipt != "") {
-				return nil, fail(sp, "a step is an input or a receipt, one of them")
+			kinds := 0
+			for _, given := range []bool{len(s.Input) > 0, s.Receipt != "", s.Approve != ""} {
+				if given {
+					kinds++
+				}
+			}
+			switch {
+			case kinds != 1:
+				return nil, fail(sp, "a step is an input, a receipt or an approval, one of them")
+			case s.As != "" && len(s.Input) == 0:
+				return nil, fail(sp+"/as", "only an input is handed to the run by someone")
 			}
 			if s.Expect == nil {
 				continue
@@ -194,6 +228,9 @@ func parse(name string, src []byte) (*file, error) {
 			if x := s.Expect.Completion; x != "" && !slices.Contains(completions, x) {
 				return nil, fail(sp+"/expect/completion", "%q is not one of %s", x, strings.Join(completions, ", "))
 			}
+			if x := s.Expect.Approval; x != "" && (s.Approve == "" || !slices.Contains(grantOutcomes, x)) {
+				return nil, fail(sp+"/expect/approval", "an approval step's grant is one of %s", strings.Join(grantOutcomes, ", "))
+			}
 		}
 	}
 	return &f, nil
@@ -206,12 +243,16 @@ type decided struct {
 	audit      []string // every outcome's audit lines and rejection
 	effects    []workflow.Effect
 	completion string
+	approval   string // an approval step's grant: counted, approved or ignored
 }
 
 // summary is what a failing step decided, for the person reading why.
 func (d decided) summary() string {
 	if d.refusal != "" {
 		return "refused: " + d.refusal
+	}
+	if d.approval != "" {
+		return "the grant was " + d.approval
 	}
 	s := fmt.Sprintf("H decided %v", d.outcomes)
 	if len(d.audit) > 0 {
@@ -227,46 +268,115 @@ func runCase(w *workflow.Workflow, c testCase) Result {
 		res.Failure, res.Step = "the run does not start: "+err.Error(), 1
 		return res
 	}
-	var open []string // intents planned without an approval, not yet settled
+	r := &run{w: w, state: state}
 	for i, s := range c.Steps {
-		in := workflow.Input{Seq: int64(i + 1), Actor: "policytest"}
-		if len(s.Input) > 0 {
-			body, err := cjson.Canonicalize(s.Input)
-			if err != nil {
-				res.Failure, res.Step = "the input is not canonical JSON: "+err.Error(), i+1
-				return res
+		d, why := r.step(int64(i+1), s)
+		if why == "" {
+			why = check(w, s.Expect, d)
+			if why != "" {
+				why += " (" + d.summary() + ")"
 			}
-			in.Kind, in.Body = workflow.KindInput, body
-		} else {
-			if len(open) == 0 {
-				res.Failure, res.Step = "a receipt, but no effect is waiting for one (an effect that needs an approval is not settled here)", i+1
-				return res
-			}
-			body, _ := cjson.Marshal(map[string]any{"intent_id": open[0], "outcome": s.Receipt})
-			open = open[1:]
-			in.Kind, in.Body = workflow.KindReceipt, body
 		}
-		in.Digest = cjson.Digest(in.Body)
-		r, err := w.Decide(state, in)
-		if err != nil {
-			res.Failure, res.Step = "Decide failed: "+err.Error(), i+1
+		if why != "" {
+			res.Failure, res.Step = why, i+1
 			return res
-		}
-		d := observe(r)
-		if why := check(w, s.Expect, d); why != "" {
-			res.Failure, res.Step = why+" ("+d.summary()+")", i+1
-			return res
-		}
-		if r.Refusal == "" {
-			state = r.State
-			for _, e := range r.Effects {
-				if e.Approval == nil {
-					open = append(open, e.Intent.IntentID)
-				}
-			}
 		}
 	}
 	return res
+}
+
+// run is one case's run as its steps leave it.
+type run struct {
+	w       *workflow.Workflow
+	state   []byte
+	open    []string   // intents authorized and not yet settled, oldest first
+	waiting []*request // approval requests not yet answered, oldest first
+	makers  []string   // who handed the run its inputs
+}
+
+// request is an approval request and whose grants it took.
+type request struct {
+	need   workflow.ApprovalNeed
+	people []string
+}
+
+// step takes one step: what it decided, or why it could not be taken.
+func (r *run) step(seq int64, s step) (decided, string) {
+	if s.Approve != "" {
+		return r.approve(s.Approve)
+	}
+	in := workflow.Input{Seq: seq, Actor: cmp.Or(s.As, "policytest")}
+	if len(s.Input) > 0 {
+		body, err := cjson.Canonicalize(s.Input)
+		if err != nil {
+			return decided{}, "the input is not canonical JSON: " + err.Error()
+		}
+		in.Kind, in.Body = workflow.KindInput, body
+	} else {
+		if len(r.open) == 0 {
+			return decided{}, "a receipt, but no authorized effect is waiting for one"
+		}
+		body, _ := cjson.Marshal(map[string]any{"intent_id": r.open[0], "outcome": s.Receipt})
+		r.open = r.open[1:]
+		in.Kind, in.Body = workflow.KindReceipt, body
+	}
+	in.Digest = cjson.Digest(in.Body)
+	res, err := r.w.Decide(r.state, in)
+	if err != nil {
+		return decided{}, "Decide failed: " + err.Error()
+	}
+	if res.Refusal == "" {
+		r.state = res.State
+		if in.Kind == workflow.KindInput && !slices.Contains(r.makers, in.Actor) {
+			r.makers = append(r.makers, in.Actor)
+		}
+		for _, e := range res.Effects {
+			if e.Approval != nil {
+				r.waiting = append(r.waiting, &request{need: *e.Approval})
+			} else {
+				r.open = append(r.open, e.Intent.IntentID)
+			}
+		}
+	}
+	return observe(res), ""
+}
+
+// approve is who's grant of the oldest approval request waiting, judged
+// by the rules a run judges it by: the approval policy's (CheckGrant: who
+// may answer the request), duties kept apart from those who handed the
+// run an input, a quorum of distinct people, a panel's groups each
+// answered for by a different person; the grant that completes the
+// request has H authorize its effect (AuthorizeApproved).
+func (r *run) approve(who string) (decided, string) {
+	if len(r.waiting) == 0 {
+		return decided{}, "an approval, but no request is waiting for one"
+	}
+	q := r.waiting[0]
+	body, _ := cjson.Marshal(map[string]any{"request_digest": q.need.RequestDigest, "actor": who, "role": authority.ApproverRole})
+	grant := workflow.Grant{LedgerRequestDigest: q.need.RequestDigest, Body: body}
+	if err := r.w.CheckGrant(q.need, grant); err != nil {
+		return decided{refusal: err.Error()}, ""
+	}
+	if r.w.SeparatesDuties() && slices.Contains(r.makers, who) {
+		return decided{refusal: who + " handed the run an input, and the approval policy keeps duties apart"}, ""
+	}
+	groups := r.w.ApprovalPanel(q.need.Approver)
+	quorum := max(q.need.Quorum, 1, len(groups), r.w.ApprovalQuorum())
+	short, after := panel.Short(groups, quorum, q.people), panel.Short(groups, quorum, append(slices.Clone(q.people), who))
+	switch {
+	case slices.Contains(q.people, who) || after >= short:
+		return decided{approval: grantIgnored}, ""
+	case after > 0:
+		q.people = append(q.people, who)
+		return decided{approval: grantCounted}, ""
+	}
+	e, err := r.w.AuthorizeApproved(r.state, q.need, grant)
+	if err != nil {
+		return decided{refusal: err.Error()}, ""
+	}
+	r.waiting = r.waiting[1:]
+	r.open = append(r.open, e.Intent.IntentID)
+	return decided{approval: grantApproved, effects: []workflow.Effect{e}}, ""
 }
 
 // observe reads what a step decided from its result and H's outcome notes.
@@ -303,14 +413,17 @@ func check(w *workflow.Workflow, e *expect, d decided) string {
 	}
 	switch {
 	case e.Refused == nil && d.refusal != "":
-		return "the input was refused"
+		return "refused"
 	case e.Refused != nil && d.refusal == "":
-		return "the input was not refused"
+		return "not refused"
 	case e.Refused != nil && !strings.Contains(d.refusal, *e.Refused):
 		return fmt.Sprintf("refused, but not for %q", *e.Refused)
 	}
 	if e.Outcomes != nil && !slices.Equal(*e.Outcomes, d.outcomes) {
 		return fmt.Sprintf("outcomes %v, want %v", d.outcomes, *e.Outcomes)
+	}
+	if e.Approval != "" && e.Approval != d.approval {
+		return fmt.Sprintf("the grant was %s, want %s", cmp.Or(d.approval, "not judged"), e.Approval)
 	}
 	if e.Completion != "" && e.Completion != d.completion {
 		return fmt.Sprintf("completion %s, want %s", d.completion, e.Completion)

@@ -75,8 +75,8 @@ func TestFailuresSayWhat(t *testing.T) {
 		{"no expectations pass", `[{input: ` + small + `}, {receipt: confirmed_success}]`, 0, ""},
 		{"outcomes", `[{input: ` + large + `, expect: {outcomes: [INTENT]}}]`, 1, "outcomes [APPROVAL_REQUEST], want [INTENT] (H decided [APPROVAL_REQUEST])"},
 		{"outcomes, none expected", `[{input: ` + small + `, expect: {outcomes: []}}]`, 1, "outcomes [INTENT], want []"},
-		{"refused unexpectedly", `[{input: {type: refund.requested/1, payload: {refund_id: r, amount: 0, payee: a, reason: x}}}]`, 1, "the input was refused (refused: "},
-		{"not refused", `[{input: ` + small + `, expect: {refused: ""}}]`, 1, "the input was not refused"},
+		{"refused unexpectedly", `[{input: {type: refund.requested/1, payload: {refund_id: r, amount: 0, payee: a, reason: x}}}]`, 1, "refused (refused: "},
+		{"not refused", `[{input: ` + small + `, expect: {refused: ""}}]`, 1, "not refused"},
 		{"refused for another reason", `[{input: {type: refund.requested/1, payload: {refund_id: r, amount: 0, payee: a, reason: x}}, expect: {refused: too late}}]`, 1, `refused, but not for "too late"`},
 		{"an unknown event", `[{input: {type: nope/1, payload: {}}, expect: {refused: F rejected the input}}]`, 0, ""},
 		{"completion", `[{input: ` + small + `}, {receipt: confirmed_success, expect: {completion: fail}}]`, 2, "completion complete, want fail"},
@@ -89,10 +89,10 @@ func TestFailuresSayWhat(t *testing.T) {
 		{"a param missing", `[{input: ` + small + `, expect: {effects: [{params: {iban: "DE00"}}]}}]`, 1, `effect 1: iban = (none), want "DE00"`},
 		{"a param of another type", `[{input: ` + small + `, expect: {effects: [{params: {amount: "40"}}]}}]`, 1, `effect 1: amount = 40, want "40"`},
 		{"params that hold", `[{input: ` + large + `, expect: {effects: [{effect_type: refund.pay, approver: finance-lead, params: {amount: 900, payee: bob}}]}}]`, 0, ""},
-		{"a receipt with nothing open", `[{receipt: confirmed_success}]`, 1, "no effect is waiting for one"},
-		{"a receipt for an effect waiting for approval", `[{input: ` + large + `}, {receipt: confirmed_success}]`, 2, "no effect is waiting for one"},
-		{"a second receipt", `[{input: ` + small + `}, {receipt: confirmed_success}, {receipt: confirmed_success}]`, 3, "no effect is waiting for one"},
-		{"a refused input plans nothing", `[{input: {type: refund.requested/1, payload: {refund_id: r, amount: 0, payee: a, reason: x}}, expect: {refused: ""}}, {receipt: confirmed_success}]`, 2, "no effect is waiting for one"},
+		{"a receipt with nothing open", `[{receipt: confirmed_success}]`, 1, "no authorized effect is waiting for one"},
+		{"a receipt for an effect waiting for approval", `[{input: ` + large + `}, {receipt: confirmed_success}]`, 2, "no authorized effect is waiting for one"},
+		{"a second receipt", `[{input: ` + small + `}, {receipt: confirmed_success}, {receipt: confirmed_success}]`, 3, "no authorized effect is waiting for one"},
+		{"a refused input plans nothing", `[{input: {type: refund.requested/1, payload: {refund_id: r, amount: 0, payee: a, reason: x}}, expect: {refused: ""}}, {receipt: confirmed_success}]`, 2, "no authorized effect is waiting for one"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := "cases:\n  - name: c\n    steps: " + c.steps + "\n"
@@ -149,6 +149,10 @@ func TestCaseFileRefused(t *testing.T) {
 		{"input and receipt", "c.yaml", "cases:\n  - name: a\n    steps:\n      - {receipt: x, input: {type: t}}\n", "/cases/0/steps/0", 4, "one of them"},
 		{"neither", "c.yaml", "cases:\n  - name: a\n    steps:\n      - expect: {}\n", "/cases/0/steps/0", 4, "one of them"},
 		{"an unknown outcome", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: x\n        expect: {outcomes: [ALLOWED]}\n", "/cases/0/steps/0/expect/outcomes/0", 5, `"ALLOWED" is not one of`},
+		{"as on a receipt", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: x\n        as: alice\n", "/cases/0/steps/0/as", 5, "only an input"},
+		{"approval expected of an input", "c.yaml", "cases:\n  - name: a\n    steps:\n      - input: {type: t}\n        expect: {approval: approved}\n", "/cases/0/steps/0/expect/approval", 5, "an approval step's grant"},
+		{"an unknown approval outcome", "c.yaml", "cases:\n  - name: a\n    steps:\n      - approve: alice\n        expect: {approval: granted}\n", "/cases/0/steps/0/expect/approval", 5, "counted, approved, ignored"},
+		{"an input and an approval", "c.yaml", "cases:\n  - name: a\n    steps:\n      - {approve: alice, input: {type: t}}\n", "/cases/0/steps/0", 4, "one of them"},
 		{"an unknown completion", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: x\n        expect: {completion: done}\n", "/cases/0/steps/0/expect/completion", 5, `"done" is not one of`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -206,5 +210,118 @@ func BenchmarkRunRefundCases(b *testing.B) {
 		if _, err := Run(w, "policy.test.yaml", src); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// refundWith is the refund agent with its approval policy's approver line
+// replaced by policy and gates added to its gate policy.
+func refundWith(t testing.TB, policy, gates string) *workflow.Workflow {
+	t.Helper()
+	dir := filepath.Join("..", "examples", "refund-agent")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
+			files[e.Name()] = b
+		}
+	}
+	m := strings.Replace(string(files["workflow.json"]), `"approver": "finance-lead",`, policy, 1)
+	if m == string(files["workflow.json"]) {
+		t.Fatal("the example's approval policy changed; update this test")
+	}
+	files["workflow.json"] = []byte(m)
+	files["gates.dl"] = append(files["gates.dl"], gates...)
+	w, err := workflow.Compile(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// Approval steps are judged as a run judges grants: who may answer the
+// request, duties kept apart, a quorum of distinct people, a panel's
+// groups each answered for by a different person; the grant that
+// completes the request has its effect authorized, and its receipt
+// settles it.
+func TestApprovalSteps(t *testing.T) {
+	const big = `{type: refund.requested/1, payload: {refund_id: r-1, amount: 1500, payee: bob, reason: late}}`
+	board := "\n.decl approver(name: symbol, rule: symbol)\napprover(\"board\", \"g.board\") :- param_num(t, \"amount\", n), n > 1000.\n"
+	for _, c := range []struct {
+		name  string
+		w     *workflow.Workflow
+		steps string
+		step  int
+		want  string
+	}{
+		{"one approver", example(t, "refund-agent"), `
+      - input: ` + big + `
+        expect: {outcomes: [APPROVAL_REQUEST], effects: [{approver: finance-lead}]}
+      - approve: bob
+        expect: {refused: ""}
+      - approve: finance-lead
+        expect: {approval: approved, effects: [{effect_type: refund.pay, params: {amount: 1500}}]}
+      - receipt: confirmed_success
+        expect: {completion: complete}`, 0, ""},
+		{"someone else's approval fails the step unless expected", example(t, "refund-agent"), `
+      - input: ` + big + `
+      - approve: bob`, 2, "refused (refused: "},
+		{"no request waiting", example(t, "refund-agent"), `
+      - approve: finance-lead`, 1, "no request is waiting"},
+		{"a quorum, duties apart", refundWith(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2, "separate_duties": true,`, ""), `
+      - input: ` + big + `
+        as: alice
+        expect: {outcomes: [APPROVAL_REQUEST]}
+      - approve: alice
+        expect: {refused: handed the run an input}
+      - approve: bob
+        expect: {approval: counted, effects: []}
+      - approve: bob
+        expect: {approval: ignored}
+      - approve: mallory
+        expect: {refused: ""}
+      - receipt: confirmed_success
+        expect: {refused: ""}`, 6, "no authorized effect is waiting"},
+		{"a quorum completed", refundWith(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2, "separate_duties": true,`, ""), `
+      - input: ` + big + `
+        as: alice
+      - approve: bob
+        expect: {approval: counted}
+      - approve: carol
+        expect: {approval: approved, effects: [{effect_type: refund.pay}]}
+      - receipt: confirmed_success
+        expect: {completion: complete}`, 0, ""},
+		{"a counted grant is not approved", refundWith(t, `"approver": "finance-leads", "members": ["alice", "bob", "carol"], "quorum": 2,`, ""), `
+      - input: ` + big + `
+      - approve: bob
+        expect: {approval: approved}`, 2, "the grant was counted, want approved"},
+		{"a panel", refundWith(t, `"approver": "finance-lead", "groups": {"treasury": ["carol", "frank"], "legal": ["dave", "erin"]}, "panels": {"board": ["treasury", "legal"]},`, board), `
+      - input: ` + big + `
+        expect: {outcomes: [APPROVAL_REQUEST], effects: [{approver: board}]}
+      - approve: carol
+        expect: {approval: counted}
+      - approve: frank
+        expect: {approval: ignored}
+      - approve: erin
+        expect: {approval: approved, effects: [{effect_type: refund.pay}]}`, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := Run(c.w, "c.yaml", []byte("cases:\n  - name: c\n    steps:"+c.steps+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res[0]
+			if c.want == "" {
+				if !r.Passed() {
+					t.Fatalf("failed at step %d: %s", r.Step, r.Failure)
+				}
+				return
+			}
+			if r.Passed() || r.Step != c.step || !strings.Contains(r.Failure, c.want) {
+				t.Fatalf("step %d: %q; want step %d: %q", r.Step, r.Failure, c.step, c.want)
+			}
+		})
 	}
 }

@@ -73,10 +73,13 @@ manifest names, so its tests do not change it). A case file:
             outcomes: [APPROVAL_REQUEST]
             effects: [{effect_type: refund.pay, approver: finance-lead, params: {amount: 900}}]
 
-A step is "input" (an event, as flrh run start takes it) or "receipt"
-(confirmed_success, confirmed_failure…: for the oldest effect planned that
-needs no approval). What "expect" leaves out is not checked, but an input
-the domain refuses fails its step unless "refused" expects it.
+A step is "input" (an event, as flrh run start takes it; "as" says who
+hands it), "receipt" (confirmed_success, confirmed_failure…: for the oldest
+effect authorized and not yet settled) or "approve" (a person's grant of
+the oldest approval request waiting, judged as a run judges it: who may
+answer, duties kept apart, a quorum, a panel; "expect: {approval: counted |
+approved | ignored}"). What "expect" leaves out is not checked, but an
+input or a grant refused fails its step unless "refused" expects it.
 
 Exit status: 0 when every case passes, 1 when one fails or the bundle does
 not compile, 2 when a case file cannot be read.`,

@@ -352,20 +352,25 @@ func (r *run) approve(who string) (decided, string) {
 		return decided{}, "an approval, but no request is waiting for one"
 	}
 	q := r.waiting[0]
+	// In the order a run's checks come (runner.Runner.Approve): a second
+	// grant by one person adds nothing; then who may answer; then a
+	// grant that brings a panel no closer adds nothing; then duties.
+	if slices.Contains(q.people, who) {
+		return decided{approval: grantIgnored}, ""
+	}
 	body, _ := cjson.Marshal(map[string]any{"request_digest": q.need.RequestDigest, "actor": who, "role": authority.ApproverRole})
 	grant := workflow.Grant{LedgerRequestDigest: q.need.RequestDigest, Body: body}
 	if err := r.w.CheckGrant(q.need, grant); err != nil {
 		return decided{refusal: err.Error()}, ""
 	}
-	if r.w.SeparatesDuties() && slices.Contains(r.makers, who) {
-		return decided{refusal: who + " handed the run an input, and the approval policy keeps duties apart"}, ""
-	}
 	groups := r.w.ApprovalPanel(q.need.Approver)
 	quorum := max(q.need.Quorum, 1, len(groups), r.w.ApprovalQuorum())
 	short, after := panel.Short(groups, quorum, q.people), panel.Short(groups, quorum, append(slices.Clone(q.people), who))
 	switch {
-	case slices.Contains(q.people, who) || after >= short:
+	case after >= short:
 		return decided{approval: grantIgnored}, ""
+	case r.w.SeparatesDuties() && slices.Contains(r.makers, who):
+		return decided{refusal: who + " handed the run an input, and the approval policy keeps duties apart"}, ""
 	case after > 0:
 		q.people = append(q.people, who)
 		return decided{approval: grantCounted}, ""

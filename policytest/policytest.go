@@ -1,7 +1,7 @@
 // Package policytest runs a workflow bundle's own test cases: sequences of
-// inputs (and receipts for the effects they plan) handed to the compiled
-// workflow's pure Decide, each followed by what the bundle's author
-// expects H to decide. It is to a bundle what `opa test` is to a Rego
+// inputs, people's approvals and receipts handed to the compiled
+// workflow's pure Decide (and AuthorizeApproved), each followed by what the
+// bundle's author expects H to decide. It is to a bundle what `opa test` is to a Rego
 // policy: the gates, capabilities, eligibility rules and approval policy
 // checked in CI before a run ever sees them, with no store, no runner and
 // no effect sent.

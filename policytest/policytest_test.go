@@ -94,23 +94,28 @@ func TestFailuresSayWhat(t *testing.T) {
 		{"a second receipt", `[{input: ` + small + `}, {receipt: confirmed_success}, {receipt: confirmed_success}]`, 3, "no authorized effect is waiting for one"},
 		{"a refused input plans nothing", `[{input: {type: refund.requested/1, payload: {refund_id: r, amount: 0, payee: a, reason: x}}, expect: {refused: ""}}, {receipt: confirmed_success}]`, 2, "no authorized effect is waiting for one"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			src := "cases:\n  - name: c\n    steps: " + c.steps + "\n"
-			res, err := Run(w, "case.yaml", []byte(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := res[0]
-			if c.want == "" {
-				if !r.Passed() {
-					t.Fatalf("failed at step %d: %s", r.Step, r.Failure)
-				}
-				return
-			}
-			if r.Passed() || r.Step != c.step || !strings.Contains(r.Failure, c.want) {
-				t.Fatalf("step %d: %q; want step %d: %q", r.Step, r.Failure, c.step, c.want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { goesAsSaid(t, w, " "+c.steps, c.step, c.want) })
+	}
+}
+
+// goesAsSaid runs one case of steps (YAML, after "steps:") against w: it
+// must pass when want is "", and otherwise fail at step with want in its
+// failure.
+func goesAsSaid(t *testing.T, w *workflow.Workflow, steps string, step int, want string) {
+	t.Helper()
+	res, err := Run(w, "case.yaml", []byte("cases:\n  - name: c\n    steps:"+steps+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	if want == "" {
+		if !r.Passed() {
+			t.Fatalf("failed at step %d: %s", r.Step, r.Failure)
+		}
+		return
+	}
+	if r.Passed() || r.Step != step || !strings.Contains(r.Failure, want) {
+		t.Fatalf("step %d: %q; want step %d: %q", r.Step, r.Failure, step, want)
 	}
 }
 
@@ -308,21 +313,6 @@ func TestApprovalSteps(t *testing.T) {
       - approve: erin
         expect: {approval: approved, effects: [{effect_type: refund.pay}]}`, 0, ""},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			res, err := Run(c.w, "c.yaml", []byte("cases:\n  - name: c\n    steps:"+c.steps+"\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := res[0]
-			if c.want == "" {
-				if !r.Passed() {
-					t.Fatalf("failed at step %d: %s", r.Step, r.Failure)
-				}
-				return
-			}
-			if r.Passed() || r.Step != c.step || !strings.Contains(r.Failure, c.want) {
-				t.Fatalf("step %d: %q; want step %d: %q", r.Step, r.Failure, c.step, c.want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { goesAsSaid(t, c.w, c.steps, c.step, c.want) })
 	}
 }

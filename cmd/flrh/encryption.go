@@ -67,28 +67,44 @@ type keySource struct{ name, value string }
 // keySourceGiven returns the one source of keys given, or none; giving
 // more than one is refused rather than guessed at.
 func keySourceGiven() (keySource, error) {
-	var given []keySource
-	for _, s := range []keySource{
-		{"--encryption-key-file", encryptionKeyFile},
-		{encryptionKeyEnv, os.Getenv(encryptionKeyEnv)},
-		{"--encryption-key-command", encryptionKeyCommand},
-		{encryptionKeyCommandEnv, os.Getenv(encryptionKeyCommandEnv)},
-	} {
+	return oneSource("are all set; give one source of encryption keys",
+		keySource{"--encryption-key-file", encryptionKeyFile},
+		keySource{encryptionKeyEnv, os.Getenv(encryptionKeyEnv)},
+		keySource{"--encryption-key-command", encryptionKeyCommand},
+		keySource{encryptionKeyCommandEnv, os.Getenv(encryptionKeyCommandEnv)})
+}
+
+// oneSource returns the one of sources whose value is set, or none; more
+// than one is a usage error naming them, followed by tooMany.
+func oneSource(tooMany string, sources ...keySource) (keySource, error) {
+	var given []string
+	var src keySource
+	for _, s := range sources {
 		if s.value != "" {
-			given = append(given, s)
+			given, src = append(given, s.name), s
 		}
 	}
-	switch len(given) {
-	case 0:
-		return keySource{}, nil
-	case 1:
-		return given[0], nil
+	if len(given) > 1 {
+		return keySource{}, usagef("%s %s", strings.Join(given, " and "), tooMany)
 	}
-	names := make([]string, len(given))
-	for i, g := range given {
-		names[i] = g.name
+	return src, nil
+}
+
+// readSecretFile reads the file a source names, refused when others may
+// read it: it holds a key.
+func readSecretFile(src keySource) ([]byte, error) {
+	fi, err := os.Stat(src.value)
+	if err != nil {
+		return nil, usagef("%s: %v", src.name, err)
 	}
-	return keySource{}, usagef("%s are all set; give one source of encryption keys", strings.Join(names, " and "))
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, usagef("%s %s is readable by others (mode %v); chmod 600 it", src.name, src.value, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(src.value)
+	if err != nil {
+		return nil, usagef("%s: %v", src.name, err)
+	}
+	return b, nil
 }
 
 // storeSealer returns the keyring for encryption at rest from
@@ -114,16 +130,9 @@ func storeSealer() (store.Sealer, error) {
 func (src keySource) read() (*sealed.Keyring, error) {
 	switch src.name {
 	case "--encryption-key-file":
-		fi, err := os.Stat(src.value)
+		b, err := readSecretFile(src)
 		if err != nil {
-			return nil, usagef("--encryption-key-file: %v", err)
-		}
-		if fi.Mode().Perm()&0o077 != 0 {
-			return nil, usagef("--encryption-key-file %s is readable by others (mode %v); chmod 600 it", src.value, fi.Mode().Perm())
-		}
-		b, err := os.ReadFile(src.value)
-		if err != nil {
-			return nil, usagef("--encryption-key-file: %v", err)
+			return nil, err
 		}
 		k, err := sealed.Parse(string(b))
 		if err != nil {

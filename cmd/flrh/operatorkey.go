@@ -62,7 +62,6 @@ func (f *operatorKeyFlags) addSigning(cmd *cobra.Command) {
 // inside the bundle directory dir (when dir is not "") is refused: it
 // would travel with the bundle.
 func (f operatorKeyFlags) read(dir string) (crypto.Signer, error) {
-	var given []keySource
 	sources := []keySource{
 		{"--key", f.file}, {"--key-command", f.command},
 		{operatorKeyFileEnv, os.Getenv(operatorKeyFileEnv)}, {operatorKeyCommandEnv, os.Getenv(operatorKeyCommandEnv)},
@@ -70,23 +69,13 @@ func (f operatorKeyFlags) read(dir string) (crypto.Signer, error) {
 	if f.signing {
 		sources = append(sources, keySource{"--sign-command", f.signCommand}, keySource{operatorSignCommandEnv, os.Getenv(operatorSignCommandEnv)})
 	}
-	for _, s := range sources {
-		if s.value != "" {
-			given = append(given, s)
-		}
+	src, err := oneSource("are all given; give one source of the operator key", sources...)
+	if err != nil {
+		return nil, err
 	}
-	if len(given) > 1 {
-		names := make([]string, len(given))
-		for i, g := range given {
-			names[i] = g.name
-		}
-		return nil, usagef("%s are all given; give one source of the operator key", strings.Join(names, " and "))
-	}
-	if len(given) == 0 {
-		return nil, usagef("no operator key: give --key FILE or --key-command CMD (or set %s or %s)", operatorKeyFileEnv, operatorKeyCommandEnv)
-	}
-	src := given[0]
 	switch src.name {
+	case "":
+		return nil, usagef("no operator key: give --key FILE or --key-command CMD (or set %s or %s)", operatorKeyFileEnv, operatorKeyCommandEnv)
 	case "--sign-command", operatorSignCommandEnv:
 		return commandSigner(src), nil
 	case "--key-command", operatorKeyCommandEnv:
@@ -103,16 +92,9 @@ func (f operatorKeyFlags) read(dir string) (crypto.Signer, error) {
 	if dir != "" && within(src.value, dir) {
 		return nil, usagef("%s %s is inside the bundle %s: a private key must not travel with the bundle; move it out", src.name, src.value, dir)
 	}
-	fi, err := os.Stat(src.value)
+	b, err := readSecretFile(src)
 	if err != nil {
-		return nil, usagef("%s: %v", src.name, err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, usagef("%s %s is readable by others (mode %v); chmod 600 it", src.name, src.value, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(src.value)
-	if err != nil {
-		return nil, usagef("%s: %v", src.name, err)
+		return nil, err
 	}
 	k, err := parseOperatorKey(b)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,20 +16,11 @@ func TestBundleTestOverTheCLI(t *testing.T) {
 		t.Skip("runs real processes")
 	}
 	bin := buildFlrh(t)
-	code := func(err error) int {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	}
 	examples := filepath.Join("..", "..", "examples")
 	for _, name := range []string{"refund-agent", "ops-agent", "support-agent"} {
 		out, err := flrh(bin, nil, "bundle", "test", filepath.Join(examples, name), "--json")
 		var rep policyReport
-		if code(err) != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep) < 3 {
+		if exitStatus(t, err) != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep) < 3 {
 			t.Fatalf("%s: %v\n%s", name, err, out)
 		}
 	}
@@ -49,7 +39,7 @@ func TestBundleTestOverTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := flrh(bin, nil, "bundle", "test", filepath.Join(examples, "refund-agent"), failing)
-	if code(err) != 1 || !strings.Contains(out, "FAIL "+failing+": a large refund paid outright: step 1: outcomes [APPROVAL_REQUEST], want [INTENT]") ||
+	if exitStatus(t, err) != 1 || !strings.Contains(out, "FAIL "+failing+": a large refund paid outright: step 1: outcomes [APPROVAL_REQUEST], want [INTENT]") ||
 		!strings.Contains(out, "ok   "+failing+": a small one (1 steps)") || !strings.Contains(out, "2 cases, 1 failed") {
 		t.Fatalf("a failing case: %v\n%s", err, out)
 	}
@@ -57,7 +47,7 @@ func TestBundleTestOverTheCLI(t *testing.T) {
 	if err := os.WriteFile(broken, []byte("cases:\n  - name: a\n    steps: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := flrh(bin, nil, "bundle", "test", filepath.Join(examples, "refund-agent"), broken); code(err) != 2 || !strings.Contains(out, broken+":3:") || !strings.Contains(out, "/cases/0/steps") {
+	if out, err := flrh(bin, nil, "bundle", "test", filepath.Join(examples, "refund-agent"), broken); exitStatus(t, err) != 2 || !strings.Contains(out, broken+":3:") || !strings.Contains(out, "/cases/0/steps") {
 		t.Fatalf("a broken case file: %v\n%s", err, out)
 	}
 	bare := filepath.Join(dir, "bare")
@@ -67,10 +57,10 @@ func TestBundleTestOverTheCLI(t *testing.T) {
 	if err := os.Remove(filepath.Join(bare, "policy.test.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := flrh(bin, nil, "bundle", "test", bare); code(err) != 2 || !strings.Contains(out, "has no test cases") {
+	if out, err := flrh(bin, nil, "bundle", "test", bare); exitStatus(t, err) != 2 || !strings.Contains(out, "has no test cases") {
 		t.Fatalf("a bundle without cases: %v\n%s", err, out)
 	}
-	if out, err := flrh(bin, nil, "bundle", "test", dir); code(err) != 2 || !strings.Contains(out, "is not a bundle directory") {
+	if out, err := flrh(bin, nil, "bundle", "test", dir); exitStatus(t, err) != 2 || !strings.Contains(out, "is not a bundle directory") {
 		t.Fatalf("not a bundle: %v\n%s", err, out)
 	}
 }

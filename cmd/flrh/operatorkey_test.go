@@ -172,13 +172,7 @@ func TestOperatorSignsANewBundle(t *testing.T) {
 	run := func(env []string, args ...string) (string, int) {
 		t.Helper()
 		out, err := flrh(bin, env, args...)
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out, code
+		return out, exitStatus(t, err)
 	}
 	newKey := func(name string) (string, string) {
 		t.Helper()

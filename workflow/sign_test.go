@@ -405,3 +405,16 @@ func mustYAML(t *testing.T, b []byte) []byte {
 	}
 	return y
 }
+
+// BenchmarkSignCapabilities signs the ops agent's two capabilities, written
+// bare, with a key in memory: the whole of flrh bundle sign but its I/O.
+func BenchmarkSignCapabilities(b *testing.B) {
+	files := readBundle(b, "../examples/ops-agent")
+	files["capabilities.json"] = bareCapabilities(b, files["capabilities.json"])
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := SignCapabilities(files, "", nil, testpki.ExampleOperator()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2372,11 +2372,17 @@ func (r *Runner) observeRound(t *tick) (bool, error) {
 	}
 	t.cp.Progress, t.cp.RoundReceipts = w, 0
 	if v.NoProgress {
-		// Proposals kept for a person are work owed, as an open effect is:
-		// the plateau holds the run rather than ending it.
+		// Proposals kept for a person, or offered for a person to choose
+		// among options, are work owed, as an open effect is: the plateau
+		// holds the run rather than ending it (decisions 0612, 1957).
+		sb, _ := t.cp.stateBytes() // cached by stateDigest
 		if k, ok := t.wf.(Keeper); ok {
-			sb, _ := t.cp.stateBytes() // cached by stateDigest
 			if n, err := k.Kept(sb); err == nil && n > 0 {
+				return false, nil
+			}
+		}
+		if o, ok := t.wf.(Offerer); ok {
+			if ids, err := o.Offered(sb); err == nil && len(ids) > 0 {
 				return false, nil
 			}
 		}

@@ -163,7 +163,9 @@ type Keeper interface {
 // person to choose among options. Offered lists them, by proposal, as a
 // run's state keeps them: a notifier that starts delivering tells of a
 // run that came to wait for a choice while no one did (TellWaiting), as
-// the input that offered them would have.
+// the input that offered them would have. A run that offers one is
+// waiting on a person, as one that keeps a proposal is (Keeper): rounds
+// that gain nothing meanwhile do not end it NO_PROGRESS (decision 1957).
 type Offerer interface {
 	Offered(state []byte) ([]string, error)
 }

@@ -3,14 +3,17 @@ package bundle
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/policytest"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/workflow"
 )
 
 // A bundle's policy tests judge approvals as a run does: for approval
@@ -116,4 +119,166 @@ func TestPolicyTestsJudgeApprovalsAsTheRunnerDoes(t *testing.T) {
 	if checks == 0 {
 		t.Fatal("no check ran")
 	}
+}
+
+// A bundle's policy tests take people's choices and controls as a run
+// does: a goodwill refund (which opens options) of a small or a large
+// amount, then acts drawn at random — a choice of an option offered or
+// not, a control of the deliberation machine, an approval or a denial
+// while a request waits — are taken by a real runner (Runner.Choose,
+// Control, Approve, Deny, then the run's ticks, which also pay what is
+// authorized) and written, as the runner took them, as the case's steps
+// and expectations: refused or not, the effects planned, the
+// deliberation machine's state, and the completion of a run that ended.
+// The case must pass, and a step after the runner's run ended must find
+// the policy test's run ended too.
+func TestPolicyTestsJudgeChoicesAndControlsAsTheRunnerDoes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a runner per check")
+	}
+	wf, ads, err := Load(filepath.Join("..", "examples", "refund-agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	person := func(trigger mrp.Trigger) runner.Actor {
+		capName, _ := mrp.RequiredCapability(trigger)
+		return runner.Actor{Name: "dana", Role: "operator", Capability: capName}
+	}
+	// agreed says where the case src, written from what the runner did,
+	// fails; and, where ended tells whether the runner's run ended, whether
+	// the policy test's run has ended the same.
+	agreed := func(src string, ended bool) string {
+		res, err := policytest.Run(wf.Workflow, "diff.yaml", []byte(src))
+		if err != nil {
+			t.Fatalf("%v\n%s", err, src)
+		}
+		if !res[0].Passed() {
+			return fmt.Sprintf("the runner and the policy test disagree at step %d: %s\n%s", res[0].Step, res[0].Failure, src)
+		}
+		// One step more: the policy test's run has ended when the
+		// runner's has, and not otherwise.
+		probe := src + "      - control: PAUSE\n        expect: {refused: \"\"}\n"
+		if res, err = policytest.Run(wf.Workflow, "diff.yaml", []byte(probe)); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(res[0].Failure, "the run has ended"); got != ended {
+			return fmt.Sprintf("the runner's run ended: %v; the policy test's: %v (%s)\n%s", ended, got, res[0].Failure, probe)
+		}
+		return ""
+	}
+	src := func(steps []string) string {
+		return "cases:\n  - name: diff\n    steps:\n" + strings.Join(steps, "\n") + "\n"
+	}
+	// agree takes one scenario through both and says where they differ.
+	agree := func(amount int, acts []string) string {
+		h := newHarnessWith(t, wf, ads)
+		const run = "choice-diff"
+		input := refund("r-1", amount, "alice", "goodwill")
+		h.start(run, input)
+		steps := []string{"      - input: " + input}
+		refusals := len(h.trace(run, "refusal"))
+		for _, act := range acts {
+			before := h.status(run)
+			if before.Run.Outcome != "" {
+				break
+			}
+			intents := len(h.intents(run))
+			kind, arg, _ := strings.Cut(act, ":")
+			var err error
+			switch {
+			case kind == "choose" && len(before.Offered) > 0 && len(before.Waiting) == 0:
+				err = h.r.Choose(h.ctx, run, before.Offered[0], arg, person(mrp.ChooseOption))
+			case kind == "control" && len(before.Waiting) == 0:
+				err = h.r.Control(h.ctx, run, arg, "", "", person(mrp.Trigger(arg)))
+			case kind == "approve" && len(before.Waiting) > 0:
+				err = h.r.Approve(h.ctx, run, before.Waiting[0].RequestID, runner.ApproverActor(arg), 10*time.Minute)
+			case kind == "deny" && len(before.Waiting) > 0:
+				err = h.r.Deny(h.ctx, run, before.Waiting[0].RequestID, "no", runner.Actor{Name: arg, Role: "human_approver", Capability: "approval.deny"})
+			default:
+				continue // not an act a person can take now
+			}
+			h.idle()
+			after := h.status(run)
+			step := fmt.Sprintf("      - %s: %s\n        expect: ", kind, arg)
+			var refused *runner.ApproverRefusedError
+			var notWaiting *runner.NotWaitingError
+			if now := len(h.trace(run, "refusal")); errors.As(err, &refused) || errors.As(err, &notWaiting) || now > refusals {
+				steps = append(steps, step+`{refused: ""}`)
+				refusals = now
+				if loopEnded(after) {
+					return agreed(src(steps), false)
+				}
+				continue
+			} else if err != nil {
+				t.Fatalf("%s: %v", act, err)
+			}
+			// The effects the act planned: intents the run authorized
+			// (and paid at once) and approval requests it now waits on.
+			paid := len(h.intents(run)) - intents
+			requested := max(len(after.Waiting)-len(before.Waiting), 0)
+			var expect []string
+			if kind != "deny" {
+				expect = append(expect, "effects: ["+strings.TrimSuffix(strings.Repeat("{}, ", paid+requested), ", ")+"]")
+			}
+			steps = append(steps, step)
+			for range paid {
+				steps = append(steps, "      - receipt: confirmed_success\n        expect: ")
+			}
+			// What the run is left with, on the act's last step.
+			if v, ok := after.View.(workflow.View); ok && kind != "deny" {
+				expect = append(expect, "mrp_state: "+v.MRPState)
+			}
+			switch after.State {
+			case "SUCCEEDED":
+				expect = append(expect, "completion: complete")
+			case "FAILED_PERMANENT":
+				expect = append(expect, "completion: fail")
+			}
+			if paid > 0 {
+				steps[len(steps)-1-paid] += "{" + expect[0] + "}"
+				expect = expect[1:]
+			}
+			steps[len(steps)-1] += "{" + strings.Join(expect, ", ") + "}"
+		}
+		after := h.status(run)
+		if loopEnded(after) {
+			return agreed(src(steps), false)
+		}
+		return agreed(src(steps), after.Run.Outcome != "")
+	}
+	for _, c := range []struct {
+		amount int
+		acts   []string
+	}{
+		{40, []string{"choose:path:cash", "choose:path:store-credit"}},
+		{900, []string{"control:PAUSE", "choose:path:store-credit", "control:RESUME", "choose:path:partial-refund", "approve:bob", "approve:finance-lead"}},
+		{900, []string{"choose:path:store-credit", "deny:bob", "deny:finance-lead"}},
+		{40, []string{"control:REJECT_ALL", "control:RESUME", "control:EXIT"}},
+		{40, []string{"control:ESCALATE", "control:RESUME", "choose:path:partial-refund"}},
+	} {
+		if why := agree(c.amount, c.acts); why != "" {
+			t.Fatal(why)
+		}
+	}
+	acts := []string{"choose:path:store-credit", "choose:path:partial-refund", "choose:path:cash",
+		"control:PAUSE", "control:RESUME", "control:REJECT_ALL", "control:ESCALATE", "control:REQUEST_TEST", "control:LEAVE_SAFE_MODE", "control:EXIT",
+		"approve:finance-lead", "approve:bob", "deny:finance-lead", "deny:bob"}
+	checks := 0
+	rapid.Check(t, func(rt *rapid.T) {
+		amount := rapid.SampledFrom([]int{40, 900}).Draw(rt, "amount")
+		if why := agree(amount, rapid.SliceOfN(rapid.SampledFrom(acts), 1, 6).Draw(rt, "acts")); why != "" {
+			rt.Fatal(why)
+		}
+		checks++
+	})
+	if checks == 0 {
+		t.Fatal("no check ran")
+	}
+}
+
+// loopEnded reports whether the loop contract ended the run (a budget,
+// the no-progress window), which a policy test does not simulate, rather
+// than its workflow or a person.
+func loopEnded(s runner.Status) bool {
+	return s.Run.Outcome != "" && s.State != "SUCCEEDED" && s.State != "FAILED_PERMANENT"
 }

@@ -18,14 +18,24 @@
 //	     …]}]}
 //
 // A step is an input (an event, as flrh run start takes it, handed by
-// "as", "policytest" when left out), a receipt ("confirmed_success",
-// "confirmed_failure", …) for the oldest effect authorized and not yet
-// settled, or an approval: a person's grant of the oldest approval request
+// "as", "policytest" when left out), a receipt ("confirmed_success" or
+// "confirmed_failure") for the oldest effect authorized and not yet
+// settled, an approval: a person's grant of the oldest approval request
 // waiting, judged as a run judges it (who may answer, duties kept apart,
 // a quorum, a panel), the grant that completes the request having H
-// authorize its effect. What "expect" does not name is not checked, but
-// for a refusal: an input the domain refuses, or a grant the approval
-// policy refuses, fails its step unless "refused" expects it.
+// authorize its effect; a denial of that request (by one who may approve
+// it), which fails the run; a person's choice of an option H offered; or
+// a person's control of the deliberation machine (PAUSE, RESUME,
+// REJECT_ALL…). A person chooses and steers as an operator does over the
+// API. What "expect" does not name is not checked, but for a refusal: a
+// step the domain, the approval policy or the deliberation machine
+// refuses fails unless "refused" expects it. A run that a runner would
+// end there — complete or failed with no effect to settle and no request
+// to answer, or denied — has ended, and a step after it fails.
+//
+// What a runner adds is not simulated: the loop contract's budgets and
+// no-progress window, the time a grant expires, a receipt whose outcome
+// is unknown (it is reconciled before the workflow sees it).
 //
 // The package is pure: Run takes the compiled workflow and the case
 // file's bytes and returns the results.
@@ -42,7 +52,9 @@ import (
 
 	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/panel"
+	"flrh.dev/flrh/protocol"
 	"flrh.dev/flrh/workflow"
 )
 
@@ -71,13 +83,26 @@ type testCase struct {
 
 type step struct {
 	Input json.RawMessage `json:"input,omitempty"`
-	// As is who hands the run the input ("policytest" when left out):
-	// where the approval policy separates duties, no one who did may
-	// approve.
-	As      string  `json:"as,omitempty"`
-	Receipt string  `json:"receipt,omitempty"`
-	Approve string  `json:"approve,omitempty"`
-	Expect  *expect `json:"expect,omitempty"`
+	// As is who hands the run the input, the choice or the control
+	// ("policytest" when left out): where the approval policy separates
+	// duties, no one who handed the run an input may approve.
+	As      string `json:"as,omitempty"`
+	Receipt string `json:"receipt,omitempty"`
+	Approve string `json:"approve,omitempty"`
+	// Deny is who denies the oldest approval request waiting: one who
+	// may approve it, or the step is refused. The run then fails, and a
+	// step after it has no run to take it.
+	Deny string `json:"deny,omitempty"`
+	// Choose is the option a person chooses among those H offered for
+	// Proposal (the oldest proposal offered when left out).
+	Choose string `json:"choose,omitempty"`
+	// Control is a person's trigger of the deliberation machine (PAUSE,
+	// RESUME, REJECT_ALL, REQUEST_TEST, ESCALATE, LEAVE_SAFE_MODE, EXIT),
+	// about Proposal when given, for Reason.
+	Control  string  `json:"control,omitempty"`
+	Proposal string  `json:"proposal,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
+	Expect   *expect `json:"expect,omitempty"`
 }
 
 // expect is what a step must have decided; a member left out is not
@@ -105,6 +130,12 @@ type expect struct {
 	// answered and its effect authorized), ignored (it adds nothing to the
 	// grants taken). A grant refused is a refusal (Refused).
 	Approval string `json:"approval,omitempty"`
+	// Options are the options H offered in the step, each OPTIONS
+	// outcome's in turn.
+	Options *[]string `json:"options,omitempty"`
+	// MRPState is the deliberation machine's state after the step (HOLD,
+	// OPTIONS, TEST, DECIDE, ESCALATE, FAILSAFE, EXIT).
+	MRPState string `json:"mrp_state,omitempty"`
 }
 
 type effectExpect struct {
@@ -132,6 +163,13 @@ func (r Result) Passed() bool { return r.Failure == "" }
 // Outcomes of H a step may expect.
 var outcomes = []string{authority.OutcomeIntent, authority.OutcomeApprovalRequest, authority.OutcomeOptions,
 	authority.OutcomeHeld, authority.OutcomeEscalated, authority.OutcomeRejected}
+
+// Outcomes a receipt step may give.
+var receipts = []string{protocol.OutcomeConfirmedSuccess, protocol.OutcomeConfirmedFailure}
+
+// States of the deliberation machine a step may expect.
+var mrpStates = []string{string(mrp.Hold), string(mrp.Options), string(mrp.Test), string(mrp.Decide),
+	string(mrp.Escalate), string(mrp.Failsafe), string(mrp.Exit)}
 
 // Completions a step may expect.
 var completions = []string{string(workflow.Continue), string(workflow.Complete), string(workflow.Fail)}
@@ -184,7 +222,7 @@ func parse(name string, src []byte) (*file, error) {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, fail("", "not a case file ({\"cases\": [{\"name\", \"steps\": [{\"input\"|\"receipt\", \"expect\"}]}]}): %v", err)
+		return nil, fail("", "not a case file ({\"cases\": [{\"name\", \"steps\": [{\"input\"|\"receipt\"|\"approve\"|\"deny\"|\"choose\"|\"control\", \"expect\"}]}]}): %v", err)
 	}
 	if len(f.Cases) == 0 {
 		return nil, fail("/cases", "no cases")
@@ -204,16 +242,24 @@ func parse(name string, src []byte) (*file, error) {
 		for j, s := range c.Steps {
 			sp := fmt.Sprintf("%s/steps/%d", ptr, j)
 			kinds := 0
-			for _, given := range []bool{len(s.Input) > 0, s.Receipt != "", s.Approve != ""} {
+			for _, given := range []bool{len(s.Input) > 0, s.Receipt != "", s.Approve != "", s.Deny != "", s.Choose != "", s.Control != ""} {
 				if given {
 					kinds++
 				}
 			}
 			switch {
 			case kinds != 1:
-				return nil, fail(sp, "a step is an input, a receipt or an approval, one of them")
-			case s.As != "" && len(s.Input) == 0:
-				return nil, fail(sp+"/as", "only an input is handed to the run by someone")
+				return nil, fail(sp, "a step is an input, a receipt, an approval, a denial, a choice or a control, one of them")
+			case s.As != "" && len(s.Input) == 0 && s.Choose == "" && s.Control == "":
+				return nil, fail(sp+"/as", "only an input, a choice or a control is handed to the run by someone")
+			case s.Proposal != "" && s.Choose == "" && s.Control == "":
+				return nil, fail(sp+"/proposal", "only a choice or a control names a proposal")
+			case s.Reason != "" && s.Control == "":
+				return nil, fail(sp+"/reason", "only a control gives a reason")
+			case s.Receipt != "" && !slices.Contains(receipts, s.Receipt):
+				return nil, fail(sp+"/receipt", "%q is not one of %s (a run hands its workflow a receipt once an effect's outcome is known)", s.Receipt, strings.Join(receipts, ", "))
+			case s.Control != "" && !slices.Contains(workflow.ControlTriggers, mrp.Trigger(s.Control)):
+				return nil, fail(sp+"/control", "%q is not one of %v", s.Control, workflow.ControlTriggers)
 			}
 			if s.Expect == nil {
 				continue
@@ -231,6 +277,9 @@ func parse(name string, src []byte) (*file, error) {
 			if x := s.Expect.Approval; x != "" && (s.Approve == "" || !slices.Contains(grantOutcomes, x)) {
 				return nil, fail(sp+"/expect/approval", "an approval step's grant is one of %s", strings.Join(grantOutcomes, ", "))
 			}
+			if x := s.Expect.MRPState; x != "" && !slices.Contains(mrpStates, x) {
+				return nil, fail(sp+"/expect/mrp_state", "%q is not one of %s", x, strings.Join(mrpStates, ", "))
+			}
 		}
 	}
 	return &f, nil
@@ -243,7 +292,9 @@ type decided struct {
 	audit      []string // every outcome's audit lines and rejection
 	effects    []workflow.Effect
 	completion string
-	approval   string // an approval step's grant: counted, approved or ignored
+	approval   string   // an approval step's grant: counted, approved or ignored
+	options    []string // the options every OPTIONS outcome offered
+	mrpState   string   // the deliberation machine's state after the step
 }
 
 // summary is what a failing step decided, for the person reading why.
@@ -292,6 +343,7 @@ type run struct {
 	open    []string   // intents authorized and not yet settled, oldest first
 	waiting []*request // approval requests not yet answered, oldest first
 	makers  []string   // who handed the run its inputs
+	ended   string     // why the run ended ("" while it runs)
 }
 
 // request is an approval request and whose grants it took.
@@ -300,25 +352,65 @@ type request struct {
 	people []string
 }
 
+// personRole is the role a person chooses and steers in, as the server
+// gives an operator.
+const personRole = "operator"
+
 // step takes one step: what it decided, or why it could not be taken.
 func (r *run) step(seq int64, s step) (decided, string) {
-	if s.Approve != "" {
+	if r.ended != "" {
+		return decided{}, "the run has ended: " + r.ended
+	}
+	switch {
+	case s.Approve != "":
 		return r.approve(s.Approve)
+	case s.Deny != "":
+		return r.deny(s.Deny)
 	}
 	in := workflow.Input{Seq: seq, Actor: cmp.Or(s.As, "policytest")}
-	if len(s.Input) > 0 {
-		body, err := cjson.Canonicalize(s.Input)
-		if err != nil {
+	var err error
+	switch {
+	case len(s.Input) > 0:
+		if in.Body, err = cjson.Canonicalize(s.Input); err != nil {
 			return decided{}, "the input is not canonical JSON: " + err.Error()
 		}
-		in.Kind, in.Body = workflow.KindInput, body
-	} else {
+		in.Kind = workflow.KindInput
+	case s.Receipt != "":
 		if len(r.open) == 0 {
 			return decided{}, "a receipt, but no authorized effect is waiting for one"
 		}
-		body, _ := cjson.Marshal(map[string]any{"intent_id": r.open[0], "outcome": s.Receipt})
+		in.Kind = workflow.KindReceipt
+		in.Body, err = cjson.Marshal(map[string]any{"intent_id": r.open[0], "outcome": s.Receipt})
 		r.open = r.open[1:]
-		in.Kind, in.Body = workflow.KindReceipt, body
+	case s.Choose != "":
+		proposal := s.Proposal
+		if proposal == "" {
+			offered, err := r.w.Offered(r.state)
+			if err != nil {
+				return decided{}, "the run's state: " + err.Error()
+			}
+			if len(offered) == 0 {
+				return decided{}, "a choice, but no proposal is waiting for one"
+			}
+			proposal = offered[0]
+		}
+		in.Kind, in.ActorRole = workflow.KindChoice, personRole
+		in.Body, err = cjson.Marshal(map[string]any{"proposal_id": proposal, "option": s.Choose})
+		in.Capability, _ = mrp.RequiredCapability(mrp.ChooseOption)
+	default:
+		body := map[string]any{"trigger": s.Control}
+		if s.Proposal != "" {
+			body["proposal_id"] = s.Proposal
+		}
+		if s.Reason != "" {
+			body["reason"] = s.Reason
+		}
+		in.Kind, in.ActorRole = workflow.KindControl, personRole
+		in.Body, err = cjson.Marshal(body)
+		in.Capability, _ = mrp.RequiredCapability(mrp.Trigger(s.Control))
+	}
+	if err != nil {
+		return decided{}, "the step cannot be written as JSON: " + err.Error()
 	}
 	in.Digest = cjson.Digest(in.Body)
 	res, err := r.w.Decide(r.state, in)
@@ -337,8 +429,25 @@ func (r *run) step(seq int64, s step) (decided, string) {
 				r.open = append(r.open, e.Intent.IntentID)
 			}
 		}
+		if why := r.over(res.Completion); why != "" {
+			r.ended = why
+		}
 	}
 	return observe(res), ""
+}
+
+// over says why the run is over after a step that left it with
+// completion c ("" when it is not): as a runner verifies a run once it
+// has no effect to settle or request to answer, a run complete or failed
+// with none ends there and takes no further step.
+func (r *run) over(c workflow.Completion) string {
+	switch {
+	case c == workflow.Continue || len(r.open) > 0 || len(r.waiting) > 0:
+		return ""
+	case c == workflow.Complete:
+		return "it completed"
+	}
+	return "it failed"
 }
 
 // approve is who's grant of the oldest approval request waiting, judged
@@ -358,9 +467,11 @@ func (r *run) approve(who string) (decided, string) {
 	if slices.Contains(q.people, who) {
 		return decided{approval: grantIgnored}, ""
 	}
-	body, _ := cjson.Marshal(map[string]any{"request_digest": q.need.RequestDigest, "actor": who, "role": authority.ApproverRole})
-	grant := workflow.Grant{LedgerRequestDigest: q.need.RequestDigest, Body: body}
-	if err := r.w.CheckGrant(q.need, grant); err != nil {
+	grant, err := q.grant(who)
+	if err == nil {
+		err = r.w.CheckGrant(q.need, grant)
+	}
+	if err != nil {
 		return decided{refusal: err.Error()}, ""
 	}
 	groups := r.w.ApprovalPanel(q.need.Approver)
@@ -384,15 +495,51 @@ func (r *run) approve(who string) (decided, string) {
 	return decided{approval: grantApproved, effects: []workflow.Effect{e}}, ""
 }
 
+// grant is the grant who gives the request, as the approval policy reads
+// it.
+func (q *request) grant(who string) (workflow.Grant, error) {
+	body, err := cjson.Marshal(map[string]any{"request_digest": q.need.RequestDigest, "actor": who, "role": authority.ApproverRole})
+	return workflow.Grant{LedgerRequestDigest: q.need.RequestDigest, Body: body}, err
+}
+
+// deny is who's denial of the oldest approval request waiting. Who may
+// deny is who may approve (runner.Runner.Deny): the grant this person
+// would have given is put to the approval policy's check. A denial ends
+// the run, failed.
+func (r *run) deny(who string) (decided, string) {
+	if len(r.waiting) == 0 {
+		return decided{}, "a denial, but no request is waiting for one"
+	}
+	grant, err := r.waiting[0].grant(who)
+	if err == nil {
+		err = r.w.CheckGrant(r.waiting[0].need, grant)
+	}
+	if err != nil {
+		return decided{refusal: err.Error()}, ""
+	}
+	r.waiting = r.waiting[1:]
+	r.ended = who + " denied an approval request"
+	return decided{completion: string(workflow.Fail)}, ""
+}
+
 // observe reads what a step decided from its result and H's outcome notes.
 func observe(r workflow.Result) decided {
 	d := decided{refusal: r.Refusal, effects: r.Effects, completion: string(r.Completion)}
 	for _, n := range r.Trace {
+		if n.Kind == "mrp.journey" {
+			var j struct {
+				State string `json:"state"`
+			}
+			if json.Unmarshal(n.Body, &j) == nil {
+				d.mrpState = j.State
+			}
+		}
 		if n.Kind != "h.outcome" {
 			continue
 		}
 		var o struct {
 			Outcome   string   `json:"outcome"`
+			Options   []string `json:"options"`
 			Audit     []string `json:"audit"`
 			Rejection *struct {
 				Code string `json:"code"`
@@ -403,6 +550,9 @@ func observe(r workflow.Result) decided {
 			continue
 		}
 		d.outcomes = append(d.outcomes, o.Outcome)
+		if o.Outcome == authority.OutcomeOptions {
+			d.options = append(d.options, o.Options...)
+		}
 		d.audit = append(d.audit, o.Audit...)
 		if o.Rejection != nil {
 			d.audit = append(d.audit, o.Rejection.Code+" "+o.Rejection.Path)
@@ -429,6 +579,12 @@ func check(w *workflow.Workflow, e *expect, d decided) string {
 	}
 	if e.Approval != "" && e.Approval != d.approval {
 		return fmt.Sprintf("the grant was %s, want %s", cmp.Or(d.approval, "not judged"), e.Approval)
+	}
+	if e.Options != nil && !slices.Equal(*e.Options, d.options) {
+		return fmt.Sprintf("options %v, want %v", d.options, *e.Options)
+	}
+	if e.MRPState != "" && e.MRPState != d.mrpState {
+		return fmt.Sprintf("the deliberation machine is in %s, want %s", cmp.Or(d.mrpState, "no state"), e.MRPState)
 	}
 	if e.Completion != "" && e.Completion != d.completion {
 		return fmt.Sprintf("completion %s, want %s", d.completion, e.Completion)

@@ -91,7 +91,7 @@ func TestFailuresSayWhat(t *testing.T) {
 		{"params that hold", `[{input: ` + large + `, expect: {effects: [{effect_type: refund.pay, approver: finance-lead, params: {amount: 900, payee: bob}}]}}]`, 0, ""},
 		{"a receipt with nothing open", `[{receipt: confirmed_success}]`, 1, "no authorized effect is waiting for one"},
 		{"a receipt for an effect waiting for approval", `[{input: ` + large + `}, {receipt: confirmed_success}]`, 2, "no authorized effect is waiting for one"},
-		{"a second receipt", `[{input: ` + small + `}, {receipt: confirmed_success}, {receipt: confirmed_success}]`, 3, "no authorized effect is waiting for one"},
+		{"a second receipt", `[{input: ` + small + `}, {receipt: confirmed_success}, {receipt: confirmed_success}]`, 3, "the run has ended: it completed"},
 		{"a refused input plans nothing", `[{input: {type: refund.requested/1, payload: {refund_id: r, amount: 0, payee: a, reason: x}}, expect: {refused: ""}}, {receipt: confirmed_success}]`, 2, "no authorized effect is waiting for one"},
 	} {
 		t.Run(c.name, func(t *testing.T) { goesAsSaid(t, w, " "+c.steps, c.step, c.want) })
@@ -146,19 +146,26 @@ func TestCaseFileRefused(t *testing.T) {
 	}{
 		{"not JSON", "c.json", `{"cases": [`, "", 0, "not flrh-cjson JSON"},
 		{"not YAML", "c.yaml", "cases: [\n", "", 0, "not YAML"},
-		{"an unknown member", "c.json", `{"cases": [{"name": "a", "steps": [{"receipt": "x", "expect": {"colour": 1}}]}]}`, "", 0, "colour"},
+		{"an unknown member", "c.json", `{"cases": [{"name": "a", "steps": [{"receipt": "confirmed_success", "expect": {"colour": 1}}]}]}`, "", 0, "colour"},
 		{"no cases", "c.json", `{"cases": []}`, "/cases", 0, "no cases"},
-		{"no name", "c.yaml", "cases:\n  - steps: [{receipt: x}]\n", "/cases/0/name", 0, "a case has a name"},
-		{"two names alike", "c.yaml", "cases:\n  - name: a\n    steps: [{receipt: x}]\n  - name: a\n    steps: [{receipt: x}]\n", "/cases/1/name", 4, `two cases are named "a"`},
+		{"no name", "c.yaml", "cases:\n  - steps: [{receipt: confirmed_success}]\n", "/cases/0/name", 0, "a case has a name"},
+		{"two names alike", "c.yaml", "cases:\n  - name: a\n    steps: [{receipt: confirmed_success}]\n  - name: a\n    steps: [{receipt: confirmed_success}]\n", "/cases/1/name", 4, `two cases are named "a"`},
 		{"no steps", "c.yaml", "cases:\n  - name: a\n    steps: []\n", "/cases/0/steps", 3, "at least one step"},
-		{"input and receipt", "c.yaml", "cases:\n  - name: a\n    steps:\n      - {receipt: x, input: {type: t}}\n", "/cases/0/steps/0", 4, "one of them"},
+		{"input and receipt", "c.yaml", "cases:\n  - name: a\n    steps:\n      - {receipt: confirmed_success, input: {type: t}}\n", "/cases/0/steps/0", 4, "one of them"},
 		{"neither", "c.yaml", "cases:\n  - name: a\n    steps:\n      - expect: {}\n", "/cases/0/steps/0", 4, "one of them"},
-		{"an unknown outcome", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: x\n        expect: {outcomes: [ALLOWED]}\n", "/cases/0/steps/0/expect/outcomes/0", 5, `"ALLOWED" is not one of`},
-		{"as on a receipt", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: x\n        as: alice\n", "/cases/0/steps/0/as", 5, "only an input"},
+		{"an unknown outcome", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: confirmed_success\n        expect: {outcomes: [ALLOWED]}\n", "/cases/0/steps/0/expect/outcomes/0", 5, `"ALLOWED" is not one of`},
+		{"as on a receipt", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: confirmed_success\n        as: alice\n", "/cases/0/steps/0/as", 5, "only an input"},
 		{"approval expected of an input", "c.yaml", "cases:\n  - name: a\n    steps:\n      - input: {type: t}\n        expect: {approval: approved}\n", "/cases/0/steps/0/expect/approval", 5, "an approval step's grant"},
 		{"an unknown approval outcome", "c.yaml", "cases:\n  - name: a\n    steps:\n      - approve: alice\n        expect: {approval: granted}\n", "/cases/0/steps/0/expect/approval", 5, "counted, approved, ignored"},
 		{"an input and an approval", "c.yaml", "cases:\n  - name: a\n    steps:\n      - {approve: alice, input: {type: t}}\n", "/cases/0/steps/0", 4, "one of them"},
-		{"an unknown completion", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: x\n        expect: {completion: done}\n", "/cases/0/steps/0/expect/completion", 5, `"done" is not one of`},
+		{"an unknown receipt", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: confirmed_sucess\n", "/cases/0/steps/0/receipt", 4, `"confirmed_sucess" is not one of confirmed_success, confirmed_failure`},
+		{"a denial by someone", "c.yaml", "cases:\n  - name: a\n    steps:\n      - deny: alice\n        as: bob\n", "/cases/0/steps/0/as", 5, "only an input, a choice or a control"},
+		{"a choice and a control", "c.yaml", "cases:\n  - name: a\n    steps:\n      - {choose: x, control: PAUSE}\n", "/cases/0/steps/0", 4, "one of them"},
+		{"a proposal named by an input", "c.yaml", "cases:\n  - name: a\n    steps:\n      - input: {type: t}\n        proposal: p\n", "/cases/0/steps/0/proposal", 5, "only a choice or a control names a proposal"},
+		{"a reason given for a choice", "c.yaml", "cases:\n  - name: a\n    steps:\n      - choose: x\n        reason: r\n", "/cases/0/steps/0/reason", 5, "only a control gives a reason"},
+		{"an unknown trigger", "c.yaml", "cases:\n  - name: a\n    steps:\n      - control: CHOOSE_OPTION\n", "/cases/0/steps/0/control", 4, `"CHOOSE_OPTION" is not one of [PAUSE`},
+		{"an unknown machine state", "c.yaml", "cases:\n  - name: a\n    steps:\n      - control: PAUSE\n        expect: {mrp_state: PAUSED}\n", "/cases/0/steps/0/expect/mrp_state", 5, `"PAUSED" is not one of HOLD, OPTIONS`},
+		{"an unknown completion", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: confirmed_success\n        expect: {completion: done}\n", "/cases/0/steps/0/expect/completion", 5, `"done" is not one of`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res, err := Run(w, c.file, []byte(c.src))
@@ -314,5 +321,103 @@ func TestApprovalSteps(t *testing.T) {
         expect: {approval: approved, effects: [{effect_type: refund.pay}]}`, 0, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) { goesAsSaid(t, c.w, c.steps, c.step, c.want) })
+	}
+}
+
+// Choice, control and denial steps are taken as a run takes a person's
+// acts: a choice answers the oldest proposal offered (or the one named),
+// a control steps the deliberation machine, a denial by one who may
+// approve ends the run failed; and a run that ended takes no more steps.
+func TestChoiceControlAndDenialSteps(t *testing.T) {
+	w := example(t, "refund-agent")
+	const goodwill = `{type: refund.requested/1, payload: {refund_id: r-6, amount: 40, payee: alice, reason: goodwill}}`
+	const largeGoodwill = `{type: refund.requested/1, payload: {refund_id: r-7, amount: 900, payee: alice, reason: goodwill}}`
+	for _, c := range []struct {
+		name, steps string
+		step        int
+		want        string
+	}{
+		{"a choice decides the proposal again", `
+      - input: ` + goodwill + `
+        expect: {outcomes: [OPTIONS], options: [path:partial-refund, path:store-credit], mrp_state: OPTIONS}
+      - choose: path:store-credit
+        as: carol
+        expect: {outcomes: [INTENT], effects: [{effect_type: refund.pay, params: {amount: 40}}], mrp_state: DECIDE}
+      - receipt: confirmed_success
+        expect: {completion: complete}`, 0, ""},
+		{"options differ", `
+      - input: ` + goodwill + `
+        expect: {options: [path:store-credit]}`, 1, "options [path:partial-refund path:store-credit], want [path:store-credit]"},
+		{"the machine's state differs", `
+      - input: ` + goodwill + `
+        expect: {mrp_state: DECIDE}`, 1, "the deliberation machine is in OPTIONS, want DECIDE"},
+		{"an option not offered", `
+      - input: ` + goodwill + `
+      - choose: path:cash
+        expect: {refused: CHOICE_OPTION_NOT_OFFERED}`, 0, ""},
+		{"a proposal named that is not offered", `
+      - input: ` + goodwill + `
+      - choose: path:store-credit
+        proposal: proposal-nothing
+        expect: {refused: CHOICE_NOT_PENDING}`, 0, ""},
+		{"a choice with nothing offered", `
+      - input: ` + small + `
+      - choose: path:store-credit`, 2, "a choice, but no proposal is waiting for one"},
+		{"a refused choice fails unless expected", `
+      - input: ` + goodwill + `
+      - choose: path:cash`, 2, "refused (refused: CHOICE_OPTION_NOT_OFFERED"},
+		{"paused, a choice is refused until resumed", `
+      - input: ` + largeGoodwill + `
+      - control: PAUSE
+        reason: looking into it
+        expect: {mrp_state: HOLD, effects: []}
+      - choose: path:partial-refund
+        expect: {refused: ""}
+      - control: RESUME
+        expect: {mrp_state: OPTIONS}
+      - choose: path:partial-refund
+        expect: {outcomes: [APPROVAL_REQUEST], effects: [{approver: finance-lead}]}
+      - approve: finance-lead
+        expect: {approval: approved}
+      - receipt: confirmed_success
+        expect: {completion: complete}`, 0, ""},
+		{"a control the machine refuses", `
+      - input: ` + goodwill + `
+      - control: LEAVE_SAFE_MODE
+        expect: {refused: CONTROL_MRP_REFUSED}`, 0, ""},
+		{"an exit withdraws the options and fails the run", `
+      - input: ` + goodwill + `
+      - control: EXIT
+        expect: {mrp_state: EXIT, completion: fail}
+      - choose: path:store-credit`, 3, "the run has ended: it failed"},
+		{"a rejection of every option keeps the run", `
+      - input: ` + goodwill + `
+      - control: REJECT_ALL
+        expect: {completion: continue}
+      - choose: path:store-credit`, 3, "no proposal is waiting"},
+		{"a denial by one who may not approve", `
+      - input: ` + large + `
+      - deny: bob
+        expect: {refused: "bob"}
+      - deny: finance-lead
+        expect: {completion: fail}`, 0, ""},
+		{"a denied run takes no more steps", `
+      - input: ` + large + `
+      - deny: finance-lead
+      - approve: finance-lead`, 3, "the run has ended: finance-lead denied an approval request"},
+		{"a denial with nothing waiting", `
+      - input: ` + small + `
+      - deny: finance-lead`, 2, "a denial, but no request is waiting for one"},
+		{"a completed run takes no more steps", `
+      - input: ` + small + `
+      - receipt: confirmed_success
+      - input: ` + small, 3, "the run has ended: it completed"},
+		{"a run waiting for a receipt has not ended", `
+      - input: ` + large + `
+      - approve: finance-lead
+      - control: PAUSE
+        expect: {mrp_state: HOLD}`, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) { goesAsSaid(t, w, c.steps, c.step, c.want) })
 	}
 }

@@ -61,7 +61,7 @@ store, no runner and no effect sent, each step followed by what its author
 expects: H's outcomes for the proposals (INTENT, APPROVAL_REQUEST, OPTIONS,
 HELD, ESCALATED, REJECTED), the effects planned and who must approve them, the text
 the outcomes' audit holds, whether the input is refused, whether the run is
-then complete. The cases are the bundle's *.test.yaml and *.test.json files
+then complete or failed. The cases are the bundle's *.test.yaml and *.test.json files
 unless CASEFILEs are named (a bundle's digest binds only the files its
 manifest names, so its tests do not change it). A case file:
 
@@ -73,13 +73,25 @@ manifest names, so its tests do not change it). A case file:
             outcomes: [APPROVAL_REQUEST]
             effects: [{effect_type: refund.pay, approver: finance-lead, params: {amount: 900}}]
 
-A step is "input" (an event, as flrh run start takes it; "as" says who
-hands it), "receipt" (confirmed_success, confirmed_failure…: for the oldest
-effect authorized and not yet settled) or "approve" (a person's grant of
-the oldest approval request waiting, judged as a run judges it: who may
-answer, duties kept apart, a quorum, a panel; "expect: {approval: counted |
-approved | ignored}"). What "expect" leaves out is not checked, but an
-input or a grant refused fails its step unless "refused" expects it.
+A step is one of:
+  input    an event, as flrh run start takes it ("as" says who hands it)
+  receipt  confirmed_success or confirmed_failure, for the oldest effect
+           authorized and not yet settled
+  approve  a person's grant of the oldest approval request waiting, judged
+           as a run judges it: who may answer, duties kept apart, a quorum,
+           a panel ("expect: {approval: counted | approved | ignored}")
+  deny     a person's denial of the oldest request waiting: one who may
+           approve it, or it is refused; the run then fails
+  choose   a person's choice of an option H offered, for "proposal" (the
+           oldest proposal offered when left out)
+  control  a person's trigger of the deliberation machine (PAUSE, RESUME,
+           REJECT_ALL, REQUEST_TEST, ESCALATE, LEAVE_SAFE_MODE, EXIT), about
+           "proposal" when given, for "reason"
+"expect" may also name the options the step offered ("options") and the
+deliberation machine's state after it ("mrp_state"). What "expect" leaves
+out is not checked, but a step refused fails unless "refused" expects it.
+A run complete or failed with nothing left to settle or answer, or denied,
+has ended: a step after that fails.
 
 Exit status: 0 when every case passes, 1 when one fails or the bundle does
 not compile, 2 when a case file cannot be read.`,

@@ -420,7 +420,7 @@ func TestBundleInitOverTheCLI(t *testing.T) {
 			t.Fatalf("check: %v\n%s", err, out)
 		}
 		// The example's policy tests came along, and pass under the new key.
-		if out, err := flrh(bin, nil, "bundle", "test", b); err != nil || !strings.Contains(out, "8 cases, 0 failed") {
+		if out, err := flrh(bin, nil, "bundle", "test", b); err != nil || !strings.Contains(out, "12 cases, 0 failed") {
 			t.Fatalf("test: %v\n%s", err, out)
 		}
 		if wf, _ := os.ReadFile(filepath.Join(b, "workflow.json")); !strings.Contains(string(wf), `"operator_key": "`+k.OperatorKey+`"`) {

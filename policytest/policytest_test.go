@@ -189,6 +189,7 @@ func FuzzRun(f *testing.F) {
 	f.Add(src, true)
 	f.Add([]byte(`{"cases": [{"name": "a", "steps": [{"input": {"type": "refund.requested/1", "payload": {}}, "expect": {"refused": ""}}]}]}`), false)
 	f.Add([]byte("cases:\n  - name: a\n    steps:\n      - input: {type: refund.requested/1, payload: {refund_id: r, amount: 900, payee: b, reason: x}}\n        as: bob\n      - approve: bob\n        expect: {approval: approved}\n      - receipt: confirmed_success\n"), true)
+	f.Add([]byte("cases:\n  - name: a\n    steps:\n      - input: {type: refund.requested/1, payload: {refund_id: r, amount: 900, payee: b, reason: goodwill}}\n        expect: {options: [path:store-credit], mrp_state: OPTIONS}\n      - control: PAUSE\n        reason: r\n      - choose: path:store-credit\n        proposal: p\n      - deny: finance-lead\n"), true)
 	f.Fuzz(func(t *testing.T, src []byte, yaml bool) {
 		name := "c.json"
 		if yaml {

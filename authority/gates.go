@@ -312,6 +312,44 @@ type Policy struct {
 	// approvers are the names approver rules' heads write, sorted, nil
 	// when the policy names none.
 	approvers []string
+	// rules are the policy's rules that write an output, by rule id.
+	rules []RuleRef
+}
+
+// RuleRef is a rule of a gate policy that writes one of the gates'
+// outputs: its rule id (the head's rule column, "" where the head writes
+// a variable there), the output relation and where it stands.
+type RuleRef struct {
+	ID       string
+	Relation string
+	Pos      logic.Pos
+}
+
+// Rules lists the policy's rules that write an output, in source order:
+// what a decision's, an assessment's, a quorum's or an approver's reason
+// names by its rule id (Reason.Rule), so that a policy's tests can tell
+// which rules none of them exercised.
+func (p *Policy) Rules() []RuleRef { return slices.Clone(p.rules) }
+
+// outputRules lists prog's clauses that write an output, by rule id: a
+// decision's third column, every other output's second.
+func outputRules(prog *logic.Program) []RuleRef {
+	var out []RuleRef
+	for _, cl := range prog.Clauses {
+		col := 1
+		if cl.Head.Name == "decision" {
+			col = 2
+		}
+		if !gateOutputs[cl.Head.Name] || cl.Head.Neg || col >= len(cl.Head.Args) {
+			continue
+		}
+		ref := RuleRef{Relation: cl.Head.Name, Pos: cl.Pos}
+		if id, ok := cl.Head.Args[col].(*logic.SymConst); ok {
+			ref.ID = id.Val
+		}
+		out = append(out, ref)
+	}
+	return out
 }
 
 // ApproverRelation is the relation a gate policy may declare and derive,
@@ -510,7 +548,8 @@ func CompilePolicy(version, filename string, rules []byte, limits logic.Limits) 
 	slices.Sort(approvers)
 	digest := mustDigest(map[string]any{"kind": "GatePolicyPreimage", "version": version, "rules": string(rules)})
 	oracle := logicEngine{c, limits}
-	p := &Policy{Version: version, Digest: digest, engine: oracle, oracle: oracle, digest: digest, maxQuorum: maxQuorum, approvers: approvers}
+	p := &Policy{Version: version, Digest: digest, engine: oracle, oracle: oracle, digest: digest, maxQuorum: maxQuorum, approvers: approvers,
+		rules: outputRules(prog)}
 	if flat := compileFlat(prog, inputs, limits); flat != nil {
 		p.engine, p.Flat = flat, true
 	}

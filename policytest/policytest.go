@@ -155,6 +155,10 @@ type Result struct {
 	// instead ("" when every step did), and Step which it was (1-based).
 	Failure string `json:"failure,omitempty"`
 	Step    int    `json:"step,omitempty"`
+	// Rules are the gate policy's rule ids the case's decisions came
+	// from (a gate's decision, an assessment, a quorum, an approver),
+	// sorted: what Cover reads.
+	Rules []string `json:"rules,omitempty"`
 }
 
 // Passed reports whether every step went as expected.
@@ -319,7 +323,7 @@ func runCase(w *workflow.Workflow, c testCase) Result {
 		res.Failure, res.Step = "the run does not start: "+err.Error(), 1
 		return res
 	}
-	r := &run{w: w, state: state}
+	r := &run{w: w, state: state, rules: map[string]bool{}}
 	for i, s := range c.Steps {
 		d, why := r.step(int64(i+1), s)
 		if why == "" {
@@ -330,9 +334,10 @@ func runCase(w *workflow.Workflow, c testCase) Result {
 		}
 		if why != "" {
 			res.Failure, res.Step = why, i+1
-			return res
+			break
 		}
 	}
+	res.Rules = slices.Sorted(maps.Keys(r.rules))
 	return res
 }
 
@@ -340,10 +345,11 @@ func runCase(w *workflow.Workflow, c testCase) Result {
 type run struct {
 	w       *workflow.Workflow
 	state   []byte
-	open    []string   // intents authorized and not yet settled, oldest first
-	waiting []*request // approval requests not yet answered, oldest first
-	makers  []string   // who handed the run its inputs
-	ended   string     // why the run ended ("" while it runs)
+	open    []string        // intents authorized and not yet settled, oldest first
+	waiting []*request      // approval requests not yet answered, oldest first
+	makers  []string        // who handed the run its inputs
+	ended   string          // why the run ended ("" while it runs)
+	rules   map[string]bool // the rule ids its decisions came from
 }
 
 // request is an approval request and whose grants it took.
@@ -413,9 +419,14 @@ func (r *run) step(seq int64, s step) (decided, string) {
 		return decided{}, "the step cannot be written as JSON: " + err.Error()
 	}
 	in.Digest = cjson.Digest(in.Body)
-	res, err := r.w.Decide(r.state, in)
+	// Explain is Decide with why H decided as it did: the rule ids the
+	// coverage counts.
+	res, whys, err := r.w.Explain(r.state, in)
 	if err != nil {
 		return decided{}, "Decide failed: " + err.Error()
+	}
+	for _, y := range whys {
+		r.exercised(y)
 	}
 	if res.Refusal == "" {
 		r.state = res.State
@@ -434,6 +445,62 @@ func (r *run) step(seq int64, s step) (decided, string) {
 		}
 	}
 	return observe(res), ""
+}
+
+// exercised records the rule ids a decision came from.
+func (r *run) exercised(y workflow.Why) {
+	for _, g := range y.Gates {
+		for _, why := range g.Reasons {
+			r.rules[why.Rule] = true
+		}
+	}
+	for _, why := range y.RiskReasons {
+		r.rules[why.Rule] = true
+	}
+	for _, why := range []*authority.Reason{y.QuorumReason, y.ApproverReason} {
+		if why != nil {
+			r.rules[why.Rule] = true
+		}
+	}
+}
+
+// Coverage is how much of a bundle's gate policy its cases exercised.
+type Coverage struct {
+	// Rules counts the policy's rules that write an output under a rule
+	// id; Exercised those whose id some case's decision came from.
+	Rules, Exercised int
+	// Never are the rules whose id no decision came from, in source
+	// order; Untracked those that write their rule id from a variable,
+	// which a reason names by its value.
+	Never, Untracked []authority.RuleRef
+}
+
+// Cover says which of w's gate rules the results' decisions came from. A
+// rule is exercised when some decision's reason names its rule id: a
+// gate's decision, an assessment, a quorum or an approver (an option or
+// a SHAPE bound is read under its decision's id, and is exercised with
+// it).
+func Cover(w *workflow.Workflow, results []Result) Coverage {
+	seen := map[string]bool{}
+	for _, r := range results {
+		for _, id := range r.Rules {
+			seen[id] = true
+		}
+	}
+	var c Coverage
+	for _, rule := range w.GateRules() {
+		switch {
+		case rule.ID == "":
+			c.Untracked = append(c.Untracked, rule)
+		case seen[rule.ID]:
+			c.Rules++
+			c.Exercised++
+		default:
+			c.Rules++
+			c.Never = append(c.Never, rule)
+		}
+	}
+	return c
 }
 
 // over says why the run is over after a step that left it with

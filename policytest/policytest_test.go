@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -420,5 +421,49 @@ func TestChoiceControlAndDenialSteps(t *testing.T) {
         expect: {mrp_state: HOLD}`, 0, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) { goesAsSaid(t, w, c.steps, c.step, c.want) })
+	}
+}
+
+// Coverage: each case's result names the rule ids its decisions came
+// from (gates' decisions, assessments, approvers), and Cover says which
+// of the gate policy's rules no case exercised, and which it cannot
+// track (a rule id written from a variable).
+func TestCover(t *testing.T) {
+	const board = "\n.decl approver(name: symbol, rule: symbol)\napprover(\"board\", \"g.board\") :- param_num(t, \"amount\", n), n > 1000.\n" +
+		"decision(\"G1\", \"REFUSE\", \"g1.voids\") :- action(t, \"refund.void\").\n" +
+		"decision(\"G4\", \"ESCALATE\", r) :- param_sym(t, \"escalate\", r).\n"
+	w := refundWith(t, `"approver": "finance-lead", "groups": {"treasury": ["carol", "frank"], "legal": ["dave", "erin"]}, "panels": {"board": ["treasury", "legal"]},`, board)
+	src := []byte(`cases:
+  - name: small
+    steps:
+      - input: {type: refund.requested/1, payload: {refund_id: r-1, amount: 40, payee: alice, reason: x}}
+  - name: board
+    steps:
+      - input: {type: refund.requested/1, payload: {refund_id: r-2, amount: 1500, payee: alice, reason: x}}
+        expect: {outcomes: [APPROVAL_REQUEST]}
+  - name: refused by the domain
+    steps:
+      - input: {type: refund.requested/1, payload: {refund_id: r-3, amount: 0, payee: alice, reason: x}}
+`)
+	res, err := Run(w, "c.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"g2.refunds", "g2.small-refund"}, {"g.board", "g2.large-refund", "g2.refunds"}, nil}
+	for i, r := range res {
+		if !slices.Equal(r.Rules, want[i]) || (i < 2) != r.Passed() {
+			t.Fatalf("%s: rules %v, want %v (%+v)", r.Name, r.Rules, want[i], r)
+		}
+	}
+	c := Cover(w, res)
+	var never []string
+	for _, r := range c.Never {
+		never = append(never, r.ID)
+	}
+	if c.Rules != 9 || c.Exercised != 4 || !slices.Equal(never, []string{"g3.goodwill", "g3.goodwill", "g4.goodwill", "g4.goodwill", "g1.voids"}) {
+		t.Fatalf("coverage %+v", c)
+	}
+	if len(c.Untracked) != 1 || c.Untracked[0].Relation != "decision" || c.Untracked[0].ID != "" {
+		t.Fatalf("untracked %+v", c.Untracked)
 	}
 }

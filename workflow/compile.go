@@ -428,6 +428,10 @@ func (w *Workflow) Adapters() map[string]AdapterSpec {
 	return out
 }
 
+// GateRules lists the gate policy's rules that write an output, by rule
+// id, in source order (authority.Policy.Rules).
+func (w *Workflow) GateRules() []authority.RuleRef { return w.policy.Policy.Rules() }
+
 // Approval is the bundle's approval policy.
 func (w *Workflow) Approval() ApprovalPolicy { return w.approval }
 

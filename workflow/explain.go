@@ -29,9 +29,12 @@ type Why struct {
 	Verdict     string           `json:"verdict"` // the seam's eligibility verdict
 	Eligibility []EligibilityWhy `json:"eligibility"`
 	Gates       []GateWhy        `json:"gates"`
-	Resolution  ResolutionWhy    `json:"resolution"`
-	MRPState    string           `json:"mrp_state"`
-	Choices     []string         `json:"choices,omitempty"` // options chosen and presented to the gates
+	// RiskReasons are the rule instances that assessed the action's risk
+	// (assess rows), when any did.
+	RiskReasons []authority.Reason `json:"risk_reasons,omitempty"`
+	Resolution  ResolutionWhy      `json:"resolution"`
+	MRPState    string             `json:"mrp_state"`
+	Choices     []string           `json:"choices,omitempty"` // options chosen and presented to the gates
 	// Quorum is how many people the gate policy asks to approve the
 	// request, when more than one, and QuorumReason the rule instance
 	// that asks.
@@ -182,7 +185,8 @@ func (t *tick) explainOutcome(o authority.Outcome, choices []authority.Choice) {
 	}
 	y := Why{Seq: t.in.Seq, InputKind: t.in.Kind, ProposalID: o.ProposalID, TicketID: o.Ticket.TicketID, Outcome: o.Kind, Held: o.Held,
 		Audit: nonNil(o.Audit), Verdict: t.why.verdicts[o.ProposalID], Eligibility: t.why.eligibility[o.ProposalID], Gates: []GateWhy{},
-		MRPState: string(o.MRPState), Quorum: o.Quorum, QuorumReason: o.QuorumReason, ApproverReason: o.ApproverReason}
+		MRPState: string(o.MRPState), Quorum: o.Quorum, QuorumReason: o.QuorumReason, ApproverReason: o.ApproverReason,
+		RiskReasons: o.Evaluation.RiskReasons}
 	if o.ApproverReason != nil && o.ApprovalRequest != nil {
 		y.Approver = o.ApprovalRequest.Actor
 	}

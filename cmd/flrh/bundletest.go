@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/authority"
 	"flrh.dev/flrh/bundle"
 	"flrh.dev/flrh/policytest"
 )
@@ -32,6 +33,52 @@ func (r policyReport) print(w io.Writer) {
 		fmt.Fprintf(w, "FAIL %s: %s: step %d: %s\n", c.File, c.Name, c.Step, c.Failure)
 	}
 	fmt.Fprintf(w, "%d cases, %d failed\n", len(r), failed)
+}
+
+// coveredReport is a policy report with the gate policy's coverage
+// (flrh bundle test --coverage).
+type coveredReport struct {
+	Cases    policyReport `json:"cases"`
+	Coverage coverageView `json:"coverage"`
+}
+
+// coverageView is policytest.Coverage as the command reports it.
+type coverageView struct {
+	Rules     int        `json:"rules"`
+	Exercised int        `json:"exercised"`
+	Never     []ruleView `json:"never"`
+	Untracked []ruleView `json:"untracked"`
+}
+
+// ruleView is a gate rule: its id, the output it writes, and where.
+type ruleView struct {
+	ID       string `json:"id,omitempty"`
+	Relation string `json:"relation"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+}
+
+func newCoverageView(dir string, c policytest.Coverage) coverageView {
+	view := func(rules []authority.RuleRef) []ruleView {
+		out := []ruleView{}
+		for _, r := range rules {
+			out = append(out, ruleView{ID: r.ID, Relation: r.Relation, File: filepath.Join(dir, r.Pos.File), Line: r.Pos.Line})
+		}
+		return out
+	}
+	return coverageView{Rules: c.Rules, Exercised: c.Exercised, Never: view(c.Never), Untracked: view(c.Untracked)}
+}
+
+func (r coveredReport) print(w io.Writer) {
+	r.Cases.print(w)
+	c := r.Coverage
+	fmt.Fprintf(w, "coverage: %d of %d gate rules exercised\n", c.Exercised, c.Rules)
+	for _, n := range c.Never {
+		fmt.Fprintf(w, "  never   %s (%s, %s:%d)\n", n.ID, n.Relation, n.File, n.Line)
+	}
+	for _, n := range c.Untracked {
+		fmt.Fprintf(w, "  untracked %s at %s:%d: its rule id is a variable\n", n.Relation, n.File, n.Line)
+	}
 }
 
 // caseFiles are the case files of the bundle in dir: its *.test.json,
@@ -93,10 +140,20 @@ out is not checked, but a step refused fails unless "refused" expects it.
 A run complete or failed with nothing left to settle or answer, or denied,
 has ended: a step after that fails.
 
-Exit status: 0 when every case passes, 1 when one fails or the bundle does
-not compile, 2 when a case file cannot be read.`,
+--coverage reports which of the gate policy's rules no case exercised: a
+rule is exercised when some decision's reason names its rule id (a gate's
+decision, an assessment, a quorum, an approver; an option or a SHAPE bound
+goes with its decision's id). --require-coverage fails when one is never
+exercised. With --json and either, the report is {"cases": [...],
+"coverage": {"rules", "exercised", "never", "untracked"}}.
+
+Exit status: 0 when every case passes, 1 when one fails, the bundle does
+not compile or (--require-coverage) a gate rule is never exercised, 2 when
+a case file cannot be read.`,
 		Args: cobra.MinimumNArgs(1)}
 	asJSON := test.Flags().Bool("json", false, "print JSON")
+	coverage := test.Flags().Bool("coverage", false, "also report which gate rules no case exercised")
+	requireCoverage := test.Flags().Bool("require-coverage", false, "report coverage, and fail when a gate rule is never exercised")
 	test.RunE = func(cmd *cobra.Command, args []string) error {
 		dir := args[0]
 		if !bundle.IsDir(dir) {
@@ -130,7 +187,16 @@ not compile, 2 when a case file cannot be read.`,
 			}
 		}
 		failed := slices.ContainsFunc(rep, func(c policyCase) bool { return !c.Passed() })
-		return finishReport(cmd.OutOrStdout(), *asJSON, rep, nil, failed)
+		if !*coverage && !*requireCoverage {
+			return finishReport(cmd.OutOrStdout(), *asJSON, rep, nil, failed)
+		}
+		results := make([]policytest.Result, len(rep))
+		for i, c := range rep {
+			results[i] = c.Result
+		}
+		cov := policytest.Cover(w.Workflow, results)
+		failed = failed || *requireCoverage && len(cov.Never) > 0
+		return finishReport(cmd.OutOrStdout(), *asJSON, coveredReport{Cases: rep, Coverage: newCoverageView(dir, cov)}, nil, failed)
 	}
 	return test
 }

@@ -43,6 +43,31 @@ func TestBundleTestOverTheCLI(t *testing.T) {
 		!strings.Contains(out, "ok   "+failing+": a small one (1 steps)") || !strings.Contains(out, "2 cases, 1 failed") {
 		t.Fatalf("a failing case: %v\n%s", err, out)
 	}
+	// A small refund alone leaves the large refund's assessment and the
+	// goodwill rules unexercised: --coverage names them and passes as the
+	// case does; --require-coverage fails on them, though every case
+	// passes; the example's own cases exercise every rule.
+	small := filepath.Join(dir, "small.yaml")
+	if err := os.WriteFile(small, []byte("cases:\n  - name: a small one\n    steps:\n      - input: {type: refund.requested/1, payload: {refund_id: r-2, amount: 9, payee: bob, reason: late}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gates := filepath.Join(examples, "refund-agent", "gates.dl")
+	for _, c := range []struct {
+		flag   string
+		status int
+	}{{"--coverage", 0}, {"--require-coverage", 1}} {
+		out, err := flrh(bin, nil, "bundle", "test", filepath.Join(examples, "refund-agent"), small, c.flag)
+		if exitStatus(t, err) != c.status || !strings.Contains(out, "1 cases, 0 failed\ncoverage: 2 of 7 gate rules exercised\n") ||
+			!strings.Contains(out, "  never   g2.large-refund (assess, "+gates+":6)\n") || !strings.Contains(out, "  never   g3.goodwill (decision, ") {
+			t.Fatalf("%s: %v\n%s", c.flag, err, out)
+		}
+	}
+	out, err = flrh(bin, nil, "bundle", "test", filepath.Join(examples, "refund-agent"), "--require-coverage", "--json")
+	var covered coveredReport
+	if exitStatus(t, err) != 0 || json.Unmarshal([]byte(out), &covered) != nil || len(covered.Cases) < 3 ||
+		covered.Coverage.Rules != 7 || covered.Coverage.Exercised != 7 || len(covered.Coverage.Never) != 0 {
+		t.Fatalf("the example's coverage: %v\n%s", err, out)
+	}
 	broken := filepath.Join(dir, "broken.yaml")
 	if err := os.WriteFile(broken, []byte("cases:\n  - name: a\n    steps: []\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -26,8 +26,9 @@
 // authorize its effect; a denial of that request (by one who may approve
 // it), which fails the run; a person's choice of an option H offered; or
 // a person's control of the deliberation machine (PAUSE, RESUME,
-// REJECT_ALL…). A person chooses and steers as an operator does over the
-// API. What "expect" does not name is not checked, but for a refusal: a
+// REJECT_ALL…). A receipt, an approval or a denial may name the "effect"
+// type it answers (the oldest of that type rather than the oldest of
+// all). A person chooses and steers as an operator does over the API. What "expect" does not name is not checked, but for a refusal: a
 // step the domain, the approval policy or the deliberation machine
 // refuses fails unless "refused" expects it. A run that a runner would
 // end there — complete or failed with no effect to settle and no request
@@ -99,10 +100,14 @@ type step struct {
 	// Control is a person's trigger of the deliberation machine (PAUSE,
 	// RESUME, REJECT_ALL, REQUEST_TEST, ESCALATE, LEAVE_SAFE_MODE, EXIT),
 	// about Proposal when given, for Reason.
-	Control  string  `json:"control,omitempty"`
-	Proposal string  `json:"proposal,omitempty"`
-	Reason   string  `json:"reason,omitempty"`
-	Expect   *expect `json:"expect,omitempty"`
+	Control  string `json:"control,omitempty"`
+	Proposal string `json:"proposal,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// Effect, on a receipt, an approval or a denial, is the effect type
+	// it answers: the oldest effect (or request) of that type rather than
+	// the oldest of all.
+	Effect string  `json:"effect,omitempty"`
+	Expect *expect `json:"expect,omitempty"`
 }
 
 // expect is what a step must have decided; a member left out is not
@@ -260,6 +265,8 @@ func parse(name string, src []byte) (*file, error) {
 				return nil, fail(sp+"/proposal", "only a choice or a control names a proposal")
 			case s.Reason != "" && s.Control == "":
 				return nil, fail(sp+"/reason", "only a control gives a reason")
+			case s.Effect != "" && s.Receipt == "" && s.Approve == "" && s.Deny == "":
+				return nil, fail(sp+"/effect", "only a receipt, an approval or a denial answers an effect")
 			case s.Receipt != "" && !slices.Contains(receipts, s.Receipt):
 				return nil, fail(sp+"/receipt", "%q is not one of %s (a run hands its workflow a receipt once an effect's outcome is known)", s.Receipt, strings.Join(receipts, ", "))
 			case s.Control != "" && !slices.Contains(workflow.ControlTriggers, mrp.Trigger(s.Control)):
@@ -345,17 +352,40 @@ func runCase(w *workflow.Workflow, c testCase) Result {
 type run struct {
 	w       *workflow.Workflow
 	state   []byte
-	open    []string        // intents authorized and not yet settled, oldest first
+	open    []planned       // intents authorized and not yet settled, oldest first
 	waiting []*request      // approval requests not yet answered, oldest first
 	makers  []string        // who handed the run its inputs
 	ended   string          // why the run ended ("" while it runs)
 	rules   map[string]bool // the rule ids its decisions came from
 }
 
-// request is an approval request and whose grants it took.
+// planned is an intent authorized and not yet settled.
+type planned struct {
+	intentID, effectType string
+}
+
+// request is an approval request, the type of its effect, and whose
+// grants it took.
 type request struct {
-	need   workflow.ApprovalNeed
-	people []string
+	need       workflow.ApprovalNeed
+	effectType string
+	people     []string
+}
+
+// answered is the index in list of the oldest entry of effectType (of
+// any type when it is ""), or -1.
+func answered[T any](list []T, effectType string, typeOf func(T) string) int {
+	return slices.IndexFunc(list, func(e T) bool { return effectType == "" || typeOf(e) == effectType })
+}
+
+// waitingFor says what a step answering effectType found nothing to
+// answer: "an approval, but no request is waiting for one", or with the
+// type named.
+func waitingFor(step, what, effectType string) string {
+	if effectType != "" {
+		what += " for " + effectType
+	}
+	return fmt.Sprintf("%s, but no %s is waiting for one", step, what)
 }
 
 // personRole is the role a person chooses and steers in, as the server
@@ -369,9 +399,9 @@ func (r *run) step(seq int64, s step) (decided, string) {
 	}
 	switch {
 	case s.Approve != "":
-		return r.approve(s.Approve)
+		return r.approve(s.Approve, s.Effect)
 	case s.Deny != "":
-		return r.deny(s.Deny)
+		return r.deny(s.Deny, s.Effect)
 	}
 	in := workflow.Input{Seq: seq, Actor: cmp.Or(s.As, "policytest")}
 	var err error
@@ -382,12 +412,13 @@ func (r *run) step(seq int64, s step) (decided, string) {
 		}
 		in.Kind = workflow.KindInput
 	case s.Receipt != "":
-		if len(r.open) == 0 {
-			return decided{}, "a receipt, but no authorized effect is waiting for one"
+		k := answered(r.open, s.Effect, func(p planned) string { return p.effectType })
+		if k < 0 {
+			return decided{}, waitingFor("a receipt", "authorized effect", s.Effect)
 		}
 		in.Kind = workflow.KindReceipt
-		in.Body, err = cjson.Marshal(map[string]any{"intent_id": r.open[0], "outcome": s.Receipt})
-		r.open = r.open[1:]
+		in.Body, err = cjson.Marshal(map[string]any{"intent_id": r.open[k].intentID, "outcome": s.Receipt})
+		r.open = slices.Delete(r.open, k, k+1)
 	case s.Choose != "":
 		proposal := s.Proposal
 		if proposal == "" {
@@ -435,9 +466,9 @@ func (r *run) step(seq int64, s step) (decided, string) {
 		}
 		for _, e := range res.Effects {
 			if e.Approval != nil {
-				r.waiting = append(r.waiting, &request{need: *e.Approval})
+				r.waiting = append(r.waiting, &request{need: *e.Approval, effectType: e.Intent.EffectType})
 			} else {
-				r.open = append(r.open, e.Intent.IntentID)
+				r.open = append(r.open, planned{e.Intent.IntentID, e.Intent.EffectType})
 			}
 		}
 		if why := r.over(res.Completion); why != "" {
@@ -517,17 +548,19 @@ func (r *run) over(c workflow.Completion) string {
 	return "it failed"
 }
 
-// approve is who's grant of the oldest approval request waiting, judged
-// by the rules a run judges it by: the approval policy's (CheckGrant: who
-// may answer the request), duties kept apart from those who handed the
-// run an input, a quorum of distinct people, a panel's groups each
-// answered for by a different person; the grant that completes the
-// request has H authorize its effect (AuthorizeApproved).
-func (r *run) approve(who string) (decided, string) {
-	if len(r.waiting) == 0 {
-		return decided{}, "an approval, but no request is waiting for one"
+// approve is who's grant of the oldest approval request waiting (for
+// effectType, when it is given), judged by the rules a run judges it by:
+// the approval policy's (CheckGrant: who may answer the request), duties
+// kept apart from those who handed the run an input, a quorum of
+// distinct people, a panel's groups each answered for by a different
+// person; the grant that completes the request has H authorize its
+// effect (AuthorizeApproved).
+func (r *run) approve(who, effectType string) (decided, string) {
+	k := r.request(effectType)
+	if k < 0 {
+		return decided{}, waitingFor("an approval", "request", effectType)
 	}
-	q := r.waiting[0]
+	q := r.waiting[k]
 	// In the order a run's checks come (runner.Runner.Approve): a second
 	// grant by one person adds nothing; then who may answer; then a
 	// grant that brings a panel no closer adds nothing; then duties.
@@ -557,9 +590,15 @@ func (r *run) approve(who string) (decided, string) {
 	if err != nil {
 		return decided{refusal: err.Error()}, ""
 	}
-	r.waiting = r.waiting[1:]
-	r.open = append(r.open, e.Intent.IntentID)
+	r.waiting = slices.Delete(r.waiting, k, k+1)
+	r.open = append(r.open, planned{e.Intent.IntentID, e.Intent.EffectType})
 	return decided{approval: grantApproved, effects: []workflow.Effect{e}}, ""
+}
+
+// request is the index of the oldest request waiting for effectType (of
+// any type when it is ""), or -1.
+func (r *run) request(effectType string) int {
+	return answered(r.waiting, effectType, func(q *request) string { return q.effectType })
 }
 
 // grant is the grant who gives the request, as the approval policy reads
@@ -569,22 +608,24 @@ func (q *request) grant(who string) (workflow.Grant, error) {
 	return workflow.Grant{LedgerRequestDigest: q.need.RequestDigest, Body: body}, err
 }
 
-// deny is who's denial of the oldest approval request waiting. Who may
+// deny is who's denial of the oldest approval request waiting (for
+// effectType, when it is given). Who may
 // deny is who may approve (runner.Runner.Deny): the grant this person
 // would have given is put to the approval policy's check. A denial ends
 // the run, failed.
-func (r *run) deny(who string) (decided, string) {
-	if len(r.waiting) == 0 {
-		return decided{}, "a denial, but no request is waiting for one"
+func (r *run) deny(who, effectType string) (decided, string) {
+	k := r.request(effectType)
+	if k < 0 {
+		return decided{}, waitingFor("a denial", "request", effectType)
 	}
-	grant, err := r.waiting[0].grant(who)
+	grant, err := r.waiting[k].grant(who)
 	if err == nil {
-		err = r.w.CheckGrant(r.waiting[0].need, grant)
+		err = r.w.CheckGrant(r.waiting[k].need, grant)
 	}
 	if err != nil {
 		return decided{refusal: err.Error()}, ""
 	}
-	r.waiting = r.waiting[1:]
+	r.waiting = slices.Delete(r.waiting, k, k+1)
 	r.ended = who + " denied an approval request"
 	return decided{completion: string(workflow.Fail)}, ""
 }

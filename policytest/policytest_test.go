@@ -164,6 +164,7 @@ func TestCaseFileRefused(t *testing.T) {
 		{"a choice and a control", "c.yaml", "cases:\n  - name: a\n    steps:\n      - {choose: x, control: PAUSE}\n", "/cases/0/steps/0", 4, "one of them"},
 		{"a proposal named by an input", "c.yaml", "cases:\n  - name: a\n    steps:\n      - input: {type: t}\n        proposal: p\n", "/cases/0/steps/0/proposal", 5, "only a choice or a control names a proposal"},
 		{"a reason given for a choice", "c.yaml", "cases:\n  - name: a\n    steps:\n      - choose: x\n        reason: r\n", "/cases/0/steps/0/reason", 5, "only a control gives a reason"},
+		{"an effect answered by an input", "c.yaml", "cases:\n  - name: a\n    steps:\n      - input: {type: t}\n        effect: refund.pay\n", "/cases/0/steps/0/effect", 5, "only a receipt, an approval or a denial answers an effect"},
 		{"an unknown trigger", "c.yaml", "cases:\n  - name: a\n    steps:\n      - control: CHOOSE_OPTION\n", "/cases/0/steps/0/control", 4, `"CHOOSE_OPTION" is not one of [PAUSE`},
 		{"an unknown machine state", "c.yaml", "cases:\n  - name: a\n    steps:\n      - control: PAUSE\n        expect: {mrp_state: PAUSED}\n", "/cases/0/steps/0/expect/mrp_state", 5, `"PAUSED" is not one of HOLD, OPTIONS`},
 		{"an unknown completion", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: confirmed_success\n        expect: {completion: done}\n", "/cases/0/steps/0/expect/completion", 5, `"done" is not one of`},
@@ -465,5 +466,56 @@ func TestCover(t *testing.T) {
 	}
 	if len(c.Untracked) != 1 || c.Untracked[0].Relation != "decision" || c.Untracked[0].ID != "" {
 		t.Fatalf("untracked %+v", c.Untracked)
+	}
+}
+
+// A receipt, an approval or a denial may name the effect type it
+// answers: the oldest effect or request of that type, not the oldest of
+// all.
+func TestStepsAnswerAnEffectType(t *testing.T) {
+	w := example(t, "ops-agent")
+	const restart = `{type: restart.requested/1, payload: {restart_id: rst-1, service: api, target: dest:ops-api, reason: memory leak}}`
+	const diag = `{type: diagnostics.requested/1, payload: {check_id: chk-1, service: api, target: dest:ops-api, probe: health}}`
+	for _, c := range []struct {
+		name, steps string
+		step        int
+		want        string
+	}{
+		{"the restart settled before the older diagnostic", `
+      - input: ` + restart + `
+      - input: ` + diag + `
+      - approve: oncall-lead
+        effect: service.restart
+        expect: {approval: approved, effects: [{effect_type: service.restart}]}
+      - receipt: confirmed_success
+        effect: service.restart
+        expect: {completion: complete}
+      - receipt: confirmed_success
+        expect: {completion: complete}
+      - input: ` + diag, 6, "the run has ended: it completed"},
+		{"by default the oldest: the diagnostic", `
+      - input: ` + restart + `
+      - input: ` + diag + `
+      - approve: oncall-lead
+      - receipt: confirmed_success
+      - receipt: confirmed_success
+        effect: diag.read`, 5, "a receipt, but no authorized effect for diag.read is waiting for one"},
+		{"nothing of that type to settle", `
+      - input: ` + restart + `
+      - input: ` + diag + `
+      - receipt: confirmed_success
+        effect: service.restart`, 3, "a receipt, but no authorized effect for service.restart is waiting for one"},
+		{"no request of that type", `
+      - input: ` + restart + `
+      - approve: oncall-lead
+        effect: diag.read`, 2, "an approval, but no request for diag.read is waiting for one"},
+		{"a denial of the restart", `
+      - input: ` + restart + `
+      - deny: oncall-lead
+        effect: service.restart
+        expect: {completion: fail}
+      - input: ` + diag, 3, "the run has ended: oncall-lead denied"},
+	} {
+		t.Run(c.name, func(t *testing.T) { goesAsSaid(t, w, c.steps, c.step, c.want) })
 	}
 }

@@ -134,6 +134,8 @@ A step is one of:
   control  a person's trigger of the deliberation machine (PAUSE, RESUME,
            REJECT_ALL, REQUEST_TEST, ESCALATE, LEAVE_SAFE_MODE, EXIT), about
            "proposal" when given, for "reason"
+A receipt, an approval or a denial may name the "effect" type it answers:
+the oldest effect or request of that type rather than the oldest of all.
 "expect" may also name the options the step offered ("options") and the
 deliberation machine's state after it ("mrp_state"). What "expect" leaves
 out is not checked, but a step refused fails unless "refused" expects it.

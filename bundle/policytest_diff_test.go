@@ -12,6 +12,7 @@ import (
 
 	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/policytest"
+	"flrh.dev/flrh/runcase"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/workflow"
 )
@@ -86,6 +87,9 @@ func TestPolicyTestsJudgeApprovalsAsTheRunnerDoes(t *testing.T) {
 		}
 		if !res[0].Passed() {
 			return fmt.Sprintf("%s: the runner and the policy test disagree at step %d: %s\n%s", policies[k].name, res[0].Step, res[0].Failure, src)
+		}
+		if why := exported(h, wf, run); why != "" {
+			return policies[k].name + ": " + why
 		}
 		return ""
 	}
@@ -206,6 +210,9 @@ func TestPolicyTestsJudgeChoicesAndControlsAsTheRunnerDoes(t *testing.T) {
 				steps = append(steps, step+`{refused: ""}`)
 				refusals = now
 				if loopEnded(after) {
+					if why := exported(h, wf, run); why != "" {
+						return why
+					}
 					return agreed(src(steps), false)
 				}
 				continue
@@ -241,6 +248,9 @@ func TestPolicyTestsJudgeChoicesAndControlsAsTheRunnerDoes(t *testing.T) {
 			steps[len(steps)-1] += "{" + strings.Join(expect, ", ") + "}"
 		}
 		after := h.status(run)
+		if why := exported(h, wf, run); why != "" {
+			return why
+		}
 		if loopEnded(after) {
 			return agreed(src(steps), false)
 		}
@@ -274,6 +284,25 @@ func TestPolicyTestsJudgeChoicesAndControlsAsTheRunnerDoes(t *testing.T) {
 	if checks == 0 {
 		t.Fatal("no check ran")
 	}
+}
+
+// exported says how the runner's run, made into a case from its record
+// (runcase.Make), fails to reproduce it: the case must authorize exactly
+// the intents the run committed, and pass against the run's bundle.
+func exported(h *harness, wf *Workflow, runID string) string {
+	run, err := h.st.Run(h.ctx, runID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	src, err := runcase.Make(h.ctx, h.st, wf.Workflow, run, "")
+	if err != nil {
+		return fmt.Sprintf("the run made into a case: %v", err)
+	}
+	res, err := policytest.Run(wf.Workflow, "run.test.json", src)
+	if err != nil || !res[0].Passed() {
+		return fmt.Sprintf("the run's case: %v %+v\n%s", err, res, src)
+	}
+	return ""
 }
 
 // loopEnded reports whether the loop contract ended the run (a budget,

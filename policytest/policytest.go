@@ -78,7 +78,14 @@ type file struct {
 }
 
 type testCase struct {
-	Name  string `json:"name"`
+	Name string `json:"name"`
+	// Run is the run id the case's run starts with ("policytest" when
+	// left out): the ids of its events, proposals and intents derive from
+	// it, so a case made from a recorded run names them as the run did.
+	Run string `json:"run,omitempty"`
+	// Note is free text for the reader (where a case came from); the
+	// case does not read it.
+	Note  string `json:"note,omitempty"`
 	Steps []step `json:"steps"`
 }
 
@@ -325,7 +332,7 @@ func (d decided) summary() string {
 
 func runCase(w *workflow.Workflow, c testCase) Result {
 	res := Result{Name: c.Name, Steps: len(c.Steps)}
-	state, err := w.Init("policytest")
+	state, err := w.Init(cmp.Or(c.Run, "policytest"))
 	if err != nil {
 		res.Failure, res.Step = "the run does not start: "+err.Error(), 1
 		return res
@@ -352,11 +359,13 @@ func runCase(w *workflow.Workflow, c testCase) Result {
 type run struct {
 	w       *workflow.Workflow
 	state   []byte
-	open    []planned       // intents authorized and not yet settled, oldest first
-	waiting []*request      // approval requests not yet answered, oldest first
-	makers  []string        // who handed the run its inputs
-	ended   string          // why the run ended ("" while it runs)
-	rules   map[string]bool // the rule ids its decisions came from
+	open    []planned  // intents authorized and not yet settled, oldest first
+	waiting []*request // approval requests not yet answered, oldest first
+	makers  []string   // who handed the run its inputs
+	ended   string     // why the run ended ("" while it runs)
+	// authorized are the intents it authorized, in order.
+	authorized []string
+	rules      map[string]bool // the rule ids its decisions came from
 }
 
 // planned is an intent authorized and not yet settled.
@@ -468,7 +477,7 @@ func (r *run) step(seq int64, s step) (decided, string) {
 			if e.Approval != nil {
 				r.waiting = append(r.waiting, &request{need: *e.Approval, effectType: e.Intent.EffectType})
 			} else {
-				r.open = append(r.open, planned{e.Intent.IntentID, e.Intent.EffectType})
+				r.authorize(e)
 			}
 		}
 		if why := r.over(res.Completion); why != "" {
@@ -476,6 +485,99 @@ func (r *run) step(seq int64, s step) (decided, string) {
 		}
 	}
 	return observe(res), ""
+}
+
+// Pin returns the case file name, whose bytes are src, with every step's
+// expectations replaced by what w decides for it: H's outcomes, the
+// effects (type, approver, every parameter), the options offered, the
+// deliberation machine's state, the completion, what a grant did, or the
+// refusal's whole text. The cases then pass against w and pin what it
+// decides, to be run against another version of the bundle. The file
+// comes back as indented JSON. A step that cannot be taken (a receipt
+// with no effect waiting for one, a step after the run ended) is an
+// error naming the case and the step, as a file that cannot be read is.
+func Pin(w *workflow.Workflow, name string, src []byte) ([]byte, error) {
+	f, err := parse(name, src)
+	if err != nil {
+		return nil, err
+	}
+	for ci := range f.Cases {
+		if _, err := pinCase(w, name, ci, &f.Cases[ci]); err != nil {
+			return nil, err
+		}
+	}
+	return encode(f)
+}
+
+// pinCase pins the steps of c, the file name's case ci, and returns its
+// run as they leave it.
+func pinCase(w *workflow.Workflow, name string, ci int, c *testCase) (*run, error) {
+	state, err := w.Init(cmp.Or(c.Run, "policytest"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: the run does not start: %w", name, c.Name, err)
+	}
+	r := &run{w: w, state: state, rules: map[string]bool{}}
+	for si := range c.Steps {
+		s := &c.Steps[si]
+		d, why := r.step(int64(si+1), *s)
+		if why != "" {
+			return nil, stepError(name, ci, si, c.Name, why)
+		}
+		s.Expect = pinned(w, *s, d)
+	}
+	return r, nil
+}
+
+// stepError is a BAD_TEST error at the file name's case ci, step si.
+func stepError(name string, ci, si int, caseName, why string) *workflow.Error {
+	return &workflow.Error{Code: workflow.CodeBadTest, File: name, Pointer: fmt.Sprintf("/cases/%d/steps/%d", ci, si),
+		Detail: fmt.Sprintf("%s: step %d: %s", caseName, si+1, why)}
+}
+
+// encode is a case file as indented JSON.
+func encode(f *file) ([]byte, error) {
+	out, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+// pinned is the expectation a step that decided d meets exactly.
+func pinned(w *workflow.Workflow, s step, d decided) *expect {
+	if d.refusal != "" {
+		return &expect{Refused: &d.refusal}
+	}
+	e := &expect{Approval: d.approval, Completion: d.completion, MRPState: d.mrpState}
+	if s.Approve == "" && s.Deny == "" {
+		outcomes := append([]string{}, d.outcomes...)
+		e.Outcomes = &outcomes
+	}
+	if len(d.options) > 0 {
+		e.Options = &d.options
+	}
+	if s.Deny == "" {
+		effects := []effectExpect{}
+		for _, got := range d.effects {
+			approver := approverOf(w, got)
+			x := effectExpect{EffectType: got.Intent.EffectType, Approver: &approver}
+			if json.Unmarshal(got.Payload, &x.Params) != nil || len(x.Params) == 0 {
+				x.Params = nil
+			}
+			effects = append(effects, x)
+		}
+		e.Effects = &effects
+	}
+	return e
+}
+
+// approverOf is who must approve the effect: "" for one that needs no
+// approval, else the request's approver or the approval policy's.
+func approverOf(w *workflow.Workflow, e workflow.Effect) string {
+	if e.Approval == nil {
+		return ""
+	}
+	return cmp.Or(e.Approval.Approver, w.Approval().Approver)
 }
 
 // exercised records the rule ids a decision came from.
@@ -591,8 +693,14 @@ func (r *run) approve(who, effectType string) (decided, string) {
 		return decided{refusal: err.Error()}, ""
 	}
 	r.waiting = slices.Delete(r.waiting, k, k+1)
-	r.open = append(r.open, planned{e.Intent.IntentID, e.Intent.EffectType})
+	r.authorize(e)
 	return decided{approval: grantApproved, effects: []workflow.Effect{e}}, ""
+}
+
+// authorize opens the intent of an effect H authorized.
+func (r *run) authorize(e workflow.Effect) {
+	r.open = append(r.open, planned{e.Intent.IntentID, e.Intent.EffectType})
+	r.authorized = append(r.authorized, e.Intent.IntentID)
 }
 
 // request is the index of the oldest request waiting for effectType (of
@@ -714,14 +822,7 @@ func check(w *workflow.Workflow, e *expect, d decided) string {
 			return fmt.Sprintf("effect %d is %s, want %s", k+1, got.Intent.EffectType, x.EffectType)
 		}
 		if x.Approver != nil {
-			approver := ""
-			if got.Approval != nil {
-				approver = got.Approval.Approver
-				if approver == "" {
-					approver = w.Approval().Approver
-				}
-			}
-			if approver != *x.Approver {
+			if approver := approverOf(w, got); approver != *x.Approver {
 				return fmt.Sprintf("effect %d is for %q to approve, want %q", k+1, approver, *x.Approver)
 			}
 		}

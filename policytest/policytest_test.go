@@ -1,7 +1,9 @@
 package policytest
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -233,6 +235,19 @@ func BenchmarkRunRefundCases(b *testing.B) {
 // replaced by policy and gates added to its gate policy.
 func refundWith(t testing.TB, policy, gates string) *workflow.Workflow {
 	t.Helper()
+	return refundEdited(t, func(files map[string][]byte) {
+		m := strings.Replace(string(files["workflow.json"]), `"approver": "finance-lead",`, policy, 1)
+		if m == string(files["workflow.json"]) {
+			t.Fatal("the example's approval policy changed; update this test")
+		}
+		files["workflow.json"] = []byte(m)
+		files["gates.dl"] = append(files["gates.dl"], gates...)
+	})
+}
+
+// refundEdited is the refund agent with its files as edit leaves them.
+func refundEdited(t testing.TB, edit func(files map[string][]byte)) *workflow.Workflow {
+	t.Helper()
 	dir := filepath.Join("..", "examples", "refund-agent")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -244,12 +259,7 @@ func refundWith(t testing.TB, policy, gates string) *workflow.Workflow {
 			files[e.Name()] = b
 		}
 	}
-	m := strings.Replace(string(files["workflow.json"]), `"approver": "finance-lead",`, policy, 1)
-	if m == string(files["workflow.json"]) {
-		t.Fatal("the example's approval policy changed; update this test")
-	}
-	files["workflow.json"] = []byte(m)
-	files["gates.dl"] = append(files["gates.dl"], gates...)
+	edit(files)
 	w, err := workflow.Compile(files)
 	if err != nil {
 		t.Fatal(err)
@@ -517,5 +527,70 @@ func TestStepsAnswerAnEffectType(t *testing.T) {
       - input: ` + diag, 3, "the run has ended: oncall-lead denied"},
 	} {
 		t.Run(c.name, func(t *testing.T) { goesAsSaid(t, w, c.steps, c.step, c.want) })
+	}
+}
+
+// Pin writes into every step what the bundle decides for it: the pinned
+// file passes against that bundle, pinning it again changes no byte, and
+// it holds more than the author wrote (every parameter, the machine's
+// state). Against a bundle that decides otherwise, the pinned cases fail
+// at the step that differs.
+func TestPin(t *testing.T) {
+	for _, name := range []string{"refund-agent", "ops-agent", "support-agent"} {
+		w := example(t, name)
+		src, err := os.ReadFile(filepath.Join("..", "examples", name, "policy.test.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinnedFile, err := Pin(w, "policy.test.yaml", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(w, "pinned.json", pinnedFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if !r.Passed() {
+				t.Fatalf("%s: %s: step %d: %s", name, r.Name, r.Step, r.Failure)
+			}
+		}
+		again, err := Pin(w, "pinned.json", pinnedFile)
+		if err != nil || !bytes.Equal(again, pinnedFile) {
+			t.Fatalf("%s: pinning again changed the file (%v)", name, err)
+		}
+		if !strings.Contains(string(pinnedFile), `"mrp_state": "DECIDE"`) || !strings.Contains(string(pinnedFile), `"params": {`) {
+			t.Fatalf("%s: pinned no machine state or parameters:\n%s", name, pinnedFile)
+		}
+	}
+	// The refund agent's cases pinned, run against a bundle whose large
+	// refunds start at 50: the refund of exactly 100 now waits for
+	// finance-lead.
+	w := example(t, "refund-agent")
+	src, _ := os.ReadFile(filepath.Join("..", "examples", "refund-agent", "policy.test.yaml"))
+	pinnedFile, err := Pin(w, "policy.test.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lower := refundEdited(t, func(files map[string][]byte) {
+		files["gates.dl"] = []byte(strings.NewReplacer("n <= 100.", "n <= 50.", "n > 100.", "n > 50.").Replace(string(files["gates.dl"])))
+	})
+	res, err := Run(lower, "pinned.json", pinnedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]string{}
+	for _, r := range res {
+		if !r.Passed() {
+			failed[r.Name] = fmt.Sprintf("step %d: %s", r.Step, r.Failure)
+		}
+	}
+	if got := failed["a refund of exactly 100 is still paid outright"]; !strings.HasPrefix(got, "step 1: outcomes [APPROVAL_REQUEST], want [INTENT]") || len(failed) != 1 {
+		t.Fatalf("failures against the changed bundle: %v", failed)
+	}
+	// A step that cannot be taken is an error naming it.
+	if _, err := Pin(w, "c.yaml", []byte("cases:\n  - name: lone\n    steps:\n      - receipt: confirmed_success\n")); err == nil ||
+		!strings.Contains(err.Error(), "lone: step 1: a receipt, but no authorized effect is waiting") {
+		t.Fatalf("a step that cannot be taken: %v", err)
 	}
 }

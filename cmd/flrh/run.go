@@ -308,7 +308,7 @@ func init() {
 		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
 		return err
 	}
-	runCmd.AddCommand(list, show, events, trace, export)
+	runCmd.AddCommand(list, show, events, trace, export, runCaseCommand())
 	rootCmd.AddCommand(runCmd)
 }
 

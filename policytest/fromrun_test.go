@@ -1,0 +1,136 @@
+package policytest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/workflow"
+)
+
+// A recorded run's acts become a case pinned to what the bundle decides,
+// under the run's id; a record the case cannot reproduce is refused,
+// saying where the case parts from the run.
+func TestFromRun(t *testing.T) {
+	w := example(t, "refund-agent")
+	const runID = "r-export"
+	input, _ := cjson.Canonicalize([]byte(`{"type":"refund.requested/1","payload":{"refund_id":"r-1","amount":900,"payee":"bob","reason":"late"}}`))
+	state, err := w.Init(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Decide(state, workflow.Input{Seq: 1, Kind: workflow.KindInput, Body: input, Digest: cjson.Digest(input), Actor: "alice"})
+	if err != nil || len(res.Effects) != 1 || res.Effects[0].Approval == nil {
+		t.Fatalf("%v %+v", err, res)
+	}
+	need := *res.Effects[0].Approval
+	q := &request{need: need}
+	grant, _ := q.grant("finance-lead")
+	e, err := w.AuthorizeApproved(res.State, need, grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intent := e.Intent.IntentID
+	receipt := func(id, outcome string) []byte {
+		b, _ := cjson.Marshal(map[string]any{"intent_id": id, "outcome": outcome})
+		return b
+	}
+	acts := []Act{
+		{Kind: workflow.KindInput, Actor: "alice", Body: input},
+		{Kind: ActApprove, Actor: "finance-lead", Request: need.RequestDigest},
+		{Kind: workflow.KindReceipt, Body: receipt(intent, "confirmed_success")},
+	}
+	out, err := FromRun(w, Record{RunID: runID, Acts: acts, Committed: []string{intent}, Ended: EndedComplete}, "the large refund", "from a test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"name": "the large refund"`, `"run": "r-export"`, `"note": "from a test"`, `"as": "alice"`, `"approve": "finance-lead"`, `"approval": "approved"`, `"completion": "complete"`} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("no %s in\n%s", want, out)
+		}
+	}
+	results, err := Run(w, "run.test.json", out)
+	if err != nil || len(results) != 1 || !results[0].Passed() || results[0].Steps != 3 {
+		t.Fatalf("%v %+v", err, results)
+	}
+	// What it may not be made of, and what it must reproduce.
+	for _, c := range []struct {
+		name string
+		rec  Record
+		want string
+	}{
+		{"no acts", Record{RunID: runID}, "took no act"},
+		{"another intent committed", Record{RunID: runID, Acts: acts, Committed: []string{"intent:other"}},
+			"at act 2: the case authorizes " + intent + ", where the run committed intent:other"},
+		{"an intent never authorized", Record{RunID: runID, Acts: acts[:1], Committed: []string{intent}},
+			"the run committed " + intent + ", which the case never authorizes"},
+		{"another end", Record{RunID: runID, Acts: acts, Committed: []string{intent}, Ended: EndedFail}, "the run ended fail, the case complete"},
+		{"still running", Record{RunID: runID, Acts: acts[:2], Committed: []string{intent}, Ended: EndedComplete}, "the run ended complete, the case running"},
+		{"a receipt for an intent not authorized", Record{RunID: runID, Acts: []Act{acts[0], {Kind: workflow.KindReceipt, Body: receipt("intent:x", "confirmed_success")}}},
+			"at act 2: a receipt for intent:x, which the case has not authorized"},
+		{"a receipt of an unknown outcome", Record{RunID: runID, Acts: []Act{acts[0], acts[1], {Kind: workflow.KindReceipt, Body: receipt(intent, "outcome_unknown")}}, Committed: []string{intent}},
+			`at act 3: a receipt of "outcome_unknown", which a case does not take`},
+		{"an approval of a request not waiting", Record{RunID: runID, Acts: []Act{acts[0], {Kind: ActApprove, Actor: "finance-lead", Request: "sha256:nothing"}}},
+			"at act 2: an answer to request sha256:nothing, which the case is not waiting on"},
+		{"an act of another kind", Record{RunID: runID, Acts: []Act{{Kind: "cancel"}}}, `at act 1: an act of kind "cancel"`},
+		{"a control that does not read", Record{RunID: runID, Acts: []Act{acts[0], {Kind: workflow.KindControl, Body: []byte(`{"trigger":"NAP"}`)}}}, "at act 2: CONTROL_NOT_A_HUMAN_TRIGGER"},
+		{"a step that cannot be taken", Record{RunID: runID, Acts: []Act{{Kind: ActDeny, Actor: "finance-lead"}}}, "at act 1: a denial, but no request is waiting for one"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := FromRun(w, c.rec, "c", ""); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("%v; want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// Whatever Pin accepts, it pins: every case of its file passes against
+// the bundle it was pinned to. Whatever it refuses is a BAD_TEST error
+// or the run's own refusal to start.
+func FuzzPin(f *testing.F) {
+	w := example(f, "refund-agent")
+	src, err := os.ReadFile(filepath.Join("..", "examples", "refund-agent", "policy.test.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(src, true)
+	f.Add([]byte(`{"cases": [{"name": "a", "run": "r-9", "steps": [{"input": {"type": "refund.requested/1", "payload": {"refund_id": "r", "amount": 900, "payee": "b", "reason": "goodwill"}}}, {"control": "PAUSE"}, {"choose": "path:store-credit"}]}]}`), false)
+	f.Fuzz(func(t *testing.T, src []byte, yaml bool) {
+		name := "c.json"
+		if yaml {
+			name = "c.yaml"
+		}
+		out, err := Pin(w, name, src)
+		if err != nil {
+			return
+		}
+		res, err := Run(w, "pinned.json", out)
+		if err != nil {
+			t.Fatalf("the pinned file does not read: %v\n%s", err, out)
+		}
+		for _, r := range res {
+			if !r.Passed() {
+				t.Fatalf("%s: step %d: %s\n%s", r.Name, r.Step, r.Failure, out)
+			}
+		}
+	})
+}
+
+// FromRun takes any acts a damaged record might hold without panicking:
+// a case, or an error.
+func FuzzFromRun(f *testing.F) {
+	w := example(f, "refund-agent")
+	f.Add("input", []byte(`{"type":"refund.requested/1","payload":{"refund_id":"r","amount":40,"payee":"b","reason":"x"}}`), "receipt", []byte(`{"intent_id":"x","outcome":"confirmed_success"}`))
+	f.Add("choice", []byte(`{"proposal_id":"p","option":"o"}`), "mrp", []byte(`{"trigger":"PAUSE"}`))
+	f.Fuzz(func(t *testing.T, k1 string, b1 []byte, k2 string, b2 []byte) {
+		acts := []Act{{Kind: k1, Actor: "a", Body: b1}, {Kind: k2, Actor: "b", Body: b2, Request: string(b2)}}
+		out, err := FromRun(w, Record{RunID: "r-f", Acts: acts}, "c", "")
+		if err == nil {
+			if _, err := Run(w, "run.test.json", out); err != nil {
+				t.Fatalf("a case that does not read: %v\n%s", err, out)
+			}
+		}
+	})
+}

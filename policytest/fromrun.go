@@ -142,11 +142,9 @@ func (r *run) stepOf(a Act) (step, error) {
 		if k < 0 {
 			return step{}, fmt.Errorf("an answer to request %s, which the case is not waiting on", a.Request)
 		}
-		if k > 0 {
-			s.Effect = r.waiting[k].effectType
-			if r.request(s.Effect) != k {
-				return step{}, fmt.Errorf("an answer to request %s before an older request for %s, which a case's step cannot name", a.Request, s.Effect)
-			}
+		var ok bool
+		if s.Effect, ok = named(r.waiting, k, func(q *request) string { return q.effectType }); !ok {
+			return step{}, fmt.Errorf("an answer to request %s before an older request for %s, which a case's step cannot name", a.Request, s.Effect)
 		}
 		return s, nil
 	case workflow.KindInput:
@@ -182,15 +180,23 @@ func (r *run) stepOf(a Act) (step, error) {
 			return step{}, fmt.Errorf("a receipt for %s, which the case has not authorized or has settled", rc.IntentID)
 		}
 		s := step{Receipt: rc.Outcome}
-		// The step answers the oldest open effect of its type, or of all
-		// when it names none: it must be this one.
-		if k > 0 {
-			s.Effect = r.open[k].effectType
-			if answered(r.open, s.Effect, func(p planned) string { return p.effectType }) != k {
-				return step{}, fmt.Errorf("a receipt for %s, settled before an older %s, which a case's receipt cannot name", rc.IntentID, s.Effect)
-			}
+		var ok bool
+		if s.Effect, ok = named(r.open, k, func(p planned) string { return p.effectType }); !ok {
+			return step{}, fmt.Errorf("a receipt for %s, settled before an older %s, which a case's receipt cannot name", rc.IntentID, s.Effect)
 		}
 		return s, nil
 	}
 	return step{}, fmt.Errorf("an act of kind %q, which a case does not take", a.Kind)
+}
+
+// named is the effect type a step names to answer list's entry k (a step
+// answers the oldest of the type it names, or of all when it names none):
+// "" when k is the oldest of all; ok is false when k is not even the
+// oldest of its type, which no step can name.
+func named[T any](list []T, k int, typeOf func(T) string) (effectType string, ok bool) {
+	if k == 0 {
+		return "", true
+	}
+	effectType = typeOf(list[k])
+	return effectType, answered(list, effectType, typeOf) == k
 }

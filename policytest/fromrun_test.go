@@ -134,3 +134,60 @@ func FuzzFromRun(f *testing.F) {
 		}
 	})
 }
+
+// A receipt settling a younger effect of the type an older one has
+// cannot be written as a step (a step answers the oldest of the type it
+// names): FromRun refuses it; one settling a younger effect of another
+// type names its type.
+func TestFromRunNamesTheEffectType(t *testing.T) {
+	w := example(t, "ops-agent")
+	const runID = "r-ops"
+	state, err := w.Init(runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acts []Act
+	var intents []string
+	for i, in := range []string{
+		`{"type":"diagnostics.requested/1","payload":{"check_id":"chk-1","service":"api","target":"dest:ops-api","probe":"health"}}`,
+		`{"type":"diagnostics.requested/1","payload":{"check_id":"chk-2","service":"api","target":"dest:ops-api","probe":"health"}}`,
+	} {
+		body, _ := cjson.Canonicalize([]byte(in))
+		res, err := w.Decide(state, workflow.Input{Seq: int64(i + 1), Kind: workflow.KindInput, Body: body, Digest: cjson.Digest(body), Actor: "alice"})
+		if err != nil || len(res.Effects) != 1 {
+			t.Fatalf("%v %+v", err, res)
+		}
+		state = res.State
+		acts = append(acts, Act{Kind: workflow.KindInput, Actor: "alice", Body: body})
+		intents = append(intents, res.Effects[0].Intent.IntentID)
+	}
+	receipt := func(id string) Act {
+		b, _ := cjson.Marshal(map[string]any{"intent_id": id, "outcome": "confirmed_success"})
+		return Act{Kind: workflow.KindReceipt, Body: b}
+	}
+	_, err = FromRun(w, Record{RunID: runID, Acts: append(acts, receipt(intents[1])), Committed: intents}, "c", "")
+	if err == nil || !strings.Contains(err.Error(), "at act 3: a receipt for "+intents[1]+", settled before an older diag.read, which a case's receipt cannot name") {
+		t.Fatalf("%v", err)
+	}
+	out, err := FromRun(w, Record{RunID: runID, Acts: append(acts, receipt(intents[0]), receipt(intents[1])), Committed: intents}, "c", "")
+	if err != nil || strings.Contains(string(out), `"effect"`) {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// A restart approved after the diagnostics, settled before them.
+	body, _ := cjson.Canonicalize([]byte(`{"type":"restart.requested/1","payload":{"restart_id":"rst-1","service":"api","target":"dest:ops-api","reason":"memory leak"}}`))
+	res, err := w.Decide(state, workflow.Input{Seq: 3, Kind: workflow.KindInput, Body: body, Digest: cjson.Digest(body), Actor: "alice"})
+	if err != nil || len(res.Effects) != 1 || res.Effects[0].Approval == nil {
+		t.Fatalf("%v %+v", err, res)
+	}
+	need := *res.Effects[0].Approval
+	grant, _ := (&request{need: need}).grant("oncall-lead")
+	e, err := w.AuthorizeApproved(res.State, need, grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts = append(acts, Act{Kind: workflow.KindInput, Actor: "alice", Body: body}, Act{Kind: ActApprove, Actor: "oncall-lead", Request: need.RequestID}, receipt(e.Intent.IntentID))
+	out, err = FromRun(w, Record{RunID: runID, Acts: acts, Committed: append(intents, e.Intent.IntentID)}, "c", "")
+	if err != nil || strings.Count(string(out), `"effect": "service.restart"`) != 1 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}

@@ -57,6 +57,16 @@ func Run(ctx context.Context, out io.Writer, opts Options) error {
 		dir = tmp
 	}
 	dbPath := filepath.Join(dir, "flrh.db")
+	if opts.Dir != "" {
+		// The demo starts its runs under fixed ids: a store a demo
+		// already filled would refuse them halfway through the output.
+		if _, err := os.Stat(dbPath); err == nil {
+			return fmt.Errorf("demo: %s already holds a store (a demo's runs are started afresh): give a new or empty directory, or look at its runs with flrh run list --store sqlite:%s", dir, dbPath)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
 	st, err := sqlite.Open(ctx, dbPath, sqlite.Options{})
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@ package demo
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,8 +13,20 @@ import (
 // and print the evidence it claims.
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
-	if err := Run(context.Background(), &out, Options{Dir: t.TempDir()}); err != nil {
+	// A directory that does not exist yet is made.
+	dir := filepath.Join(t.TempDir(), "kept", "demo")
+	if err := Run(context.Background(), &out, Options{Dir: dir}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
+	}
+	// One that holds a demo's store already is refused before anything
+	// is printed or written.
+	before, _ := os.ReadFile(filepath.Join(dir, "flrh.db"))
+	var again bytes.Buffer
+	if err := Run(context.Background(), &again, Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "already holds a store") || again.Len() != 0 {
+		t.Fatalf("a second demo in %s: %v\n%s", dir, err, again.String())
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "flrh.db")); !bytes.Equal(before, after) {
+		t.Fatal("the refused demo changed the store")
 	}
 	text := out.String()
 	for _, want := range []string{

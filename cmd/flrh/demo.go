@@ -20,7 +20,9 @@ blocked payee is refused by policy (the run waits for further input). It
 prints each run's control-FSM path, H's decision, the MRP Journey Strip,
 effects, attempts, receipts and outcome, and the sandbox's ledger, and exits 0
 only if every run ended, or waits, as the policy requires. With --dir the
-store is kept, for flrh run show, verify and replay.`,
+store is kept, for flrh run show, verify and replay (the directory is made
+if need be; one that holds a store already is refused: a demo starts its
+runs afresh).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := demo.Run(cmd.Context(), cmd.OutOrStdout(), demo.Options{Dir: dir}); err != nil {
@@ -29,6 +31,6 @@ store is kept, for flrh run show, verify and replay.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "", "keep the demo's store in this directory instead of a temporary one")
+	cmd.Flags().StringVar(&dir, "dir", "", "keep the demo's store in this directory (made if need be; not one that holds a store) instead of a temporary one")
 	rootCmd.AddCommand(cmd)
 }

@@ -69,11 +69,10 @@ func FromRun(w *workflow.Workflow, rec Record, name, note string) ([]byte, error
 	if len(acts) == 0 {
 		return nil, fmt.Errorf("run %s took no act to make a case of", runID)
 	}
-	state, err := w.Init(runID)
+	r, err := newRun(w, runID)
 	if err != nil {
-		return nil, fmt.Errorf("run %s does not start: %w", runID, err)
+		return nil, fmt.Errorf("run %s: %w", runID, err)
 	}
-	r := &run{w: w, state: state, rules: map[string]bool{}}
 	c := testCase{Name: name, Run: runID, Note: note}
 	parted := func(i int, format string, args ...any) error {
 		return fmt.Errorf("the case parts from run %s at act %d: %s", runID, i+1, fmt.Sprintf(format, args...))

@@ -332,12 +332,11 @@ func (d decided) summary() string {
 
 func runCase(w *workflow.Workflow, c testCase) Result {
 	res := Result{Name: c.Name, Steps: len(c.Steps)}
-	state, err := w.Init(cmp.Or(c.Run, "policytest"))
+	r, err := newRun(w, c.Run)
 	if err != nil {
-		res.Failure, res.Step = "the run does not start: "+err.Error(), 1
+		res.Failure, res.Step = err.Error(), 1
 		return res
 	}
-	r := &run{w: w, state: state, rules: map[string]bool{}}
 	for i, s := range c.Steps {
 		d, why := r.step(int64(i+1), s)
 		if why == "" {
@@ -366,6 +365,15 @@ type run struct {
 	// authorized are the intents it authorized, in order.
 	authorized []string
 	rules      map[string]bool // the rule ids its decisions came from
+}
+
+// newRun is a fresh run of w under runID ("policytest" when empty).
+func newRun(w *workflow.Workflow, runID string) (*run, error) {
+	state, err := w.Init(cmp.Or(runID, "policytest"))
+	if err != nil {
+		return nil, fmt.Errorf("the run does not start: %w", err)
+	}
+	return &run{w: w, state: state, rules: map[string]bool{}}, nil
 }
 
 // planned is an intent authorized and not yet settled.
@@ -487,90 +495,6 @@ func (r *run) step(seq int64, s step) (decided, string) {
 	return observe(res), ""
 }
 
-// Pin returns the case file name, whose bytes are src, with every step's
-// expectations replaced by what w decides for it: H's outcomes, the
-// effects (type, approver, every parameter), the options offered, the
-// deliberation machine's state, the completion, what a grant did, or the
-// refusal's whole text. The cases then pass against w and pin what it
-// decides, to be run against another version of the bundle. The file
-// comes back as indented JSON. A step that cannot be taken (a receipt
-// with no effect waiting for one, a step after the run ended) is an
-// error naming the case and the step, as a file that cannot be read is.
-func Pin(w *workflow.Workflow, name string, src []byte) ([]byte, error) {
-	f, err := parse(name, src)
-	if err != nil {
-		return nil, err
-	}
-	for ci := range f.Cases {
-		if _, err := pinCase(w, name, ci, &f.Cases[ci]); err != nil {
-			return nil, err
-		}
-	}
-	return encode(f)
-}
-
-// pinCase pins the steps of c, the file name's case ci, and returns its
-// run as they leave it.
-func pinCase(w *workflow.Workflow, name string, ci int, c *testCase) (*run, error) {
-	state, err := w.Init(cmp.Or(c.Run, "policytest"))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s: the run does not start: %w", name, c.Name, err)
-	}
-	r := &run{w: w, state: state, rules: map[string]bool{}}
-	for si := range c.Steps {
-		s := &c.Steps[si]
-		d, why := r.step(int64(si+1), *s)
-		if why != "" {
-			return nil, stepError(name, ci, si, c.Name, why)
-		}
-		s.Expect = pinned(w, *s, d)
-	}
-	return r, nil
-}
-
-// stepError is a BAD_TEST error at the file name's case ci, step si.
-func stepError(name string, ci, si int, caseName, why string) *workflow.Error {
-	return &workflow.Error{Code: workflow.CodeBadTest, File: name, Pointer: fmt.Sprintf("/cases/%d/steps/%d", ci, si),
-		Detail: fmt.Sprintf("%s: step %d: %s", caseName, si+1, why)}
-}
-
-// encode is a case file as indented JSON.
-func encode(f *file) ([]byte, error) {
-	out, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(out, '\n'), nil
-}
-
-// pinned is the expectation a step that decided d meets exactly.
-func pinned(w *workflow.Workflow, s step, d decided) *expect {
-	if d.refusal != "" {
-		return &expect{Refused: &d.refusal}
-	}
-	e := &expect{Approval: d.approval, Completion: d.completion, MRPState: d.mrpState}
-	if s.Approve == "" && s.Deny == "" {
-		outcomes := append([]string{}, d.outcomes...)
-		e.Outcomes = &outcomes
-	}
-	if len(d.options) > 0 {
-		e.Options = &d.options
-	}
-	if s.Deny == "" {
-		effects := []effectExpect{}
-		for _, got := range d.effects {
-			approver := approverOf(w, got)
-			x := effectExpect{EffectType: got.Intent.EffectType, Approver: &approver}
-			if json.Unmarshal(got.Payload, &x.Params) != nil || len(x.Params) == 0 {
-				x.Params = nil
-			}
-			effects = append(effects, x)
-		}
-		e.Effects = &effects
-	}
-	return e
-}
-
 // approverOf is who must approve the effect: "" for one that needs no
 // approval, else the request's approver or the approval policy's.
 func approverOf(w *workflow.Workflow, e workflow.Effect) string {
@@ -578,62 +502,6 @@ func approverOf(w *workflow.Workflow, e workflow.Effect) string {
 		return ""
 	}
 	return cmp.Or(e.Approval.Approver, w.Approval().Approver)
-}
-
-// exercised records the rule ids a decision came from.
-func (r *run) exercised(y workflow.Why) {
-	for _, g := range y.Gates {
-		for _, why := range g.Reasons {
-			r.rules[why.Rule] = true
-		}
-	}
-	for _, why := range y.RiskReasons {
-		r.rules[why.Rule] = true
-	}
-	for _, why := range []*authority.Reason{y.QuorumReason, y.ApproverReason} {
-		if why != nil {
-			r.rules[why.Rule] = true
-		}
-	}
-}
-
-// Coverage is how much of a bundle's gate policy its cases exercised.
-type Coverage struct {
-	// Rules counts the policy's rules that write an output under a rule
-	// id; Exercised those whose id some case's decision came from.
-	Rules, Exercised int
-	// Never are the rules whose id no decision came from, in source
-	// order; Untracked those that write their rule id from a variable,
-	// which a reason names by its value.
-	Never, Untracked []authority.RuleRef
-}
-
-// Cover says which of w's gate rules the results' decisions came from. A
-// rule is exercised when some decision's reason names its rule id: a
-// gate's decision, an assessment, a quorum or an approver (an option or
-// a SHAPE bound is read under its decision's id, and is exercised with
-// it).
-func Cover(w *workflow.Workflow, results []Result) Coverage {
-	seen := map[string]bool{}
-	for _, r := range results {
-		for _, id := range r.Rules {
-			seen[id] = true
-		}
-	}
-	var c Coverage
-	for _, rule := range w.GateRules() {
-		switch {
-		case rule.ID == "":
-			c.Untracked = append(c.Untracked, rule)
-		case seen[rule.ID]:
-			c.Rules++
-			c.Exercised++
-		default:
-			c.Rules++
-			c.Never = append(c.Never, rule)
-		}
-	}
-	return c
 }
 
 // over says why the run is over after a step that left it with

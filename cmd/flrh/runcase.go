@@ -29,7 +29,8 @@ checked against what happened in production, before it is deployed.
   flrh bundle test workflows/refunds-v2 refund-1042.test.json
 
 The case is checked against the record before it is printed: it must
-authorize exactly the intents the run committed, in order. A run whose
+authorize exactly the intents the run committed, in order, and end as the
+run ended. A run whose
 bundle is not loaded (--workflows), or whose course a case cannot take
 (a grant refused for its expiry, say), is refused, saying where the case
 parts from it. What a runner decides beyond the workflow (a cancellation,
@@ -55,7 +56,7 @@ case there; the case's note says what followed.`,
 			return err
 		}
 		if !found {
-			return fmt.Errorf("run %s uses workflow %s@%s, which is not loaded (give the same --workflows it was started with)", run.ID, run.WorkflowID, run.WorkflowVersion)
+			return notLoaded(run)
 		}
 		b, ok := wf.(*bundle.Workflow)
 		if !ok {

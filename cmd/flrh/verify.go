@@ -170,7 +170,7 @@ were created). Exit status 1 if anything differs.`,
 			}
 			cd, ok := c.forRun(ctx, st, run, false)
 			if !ok {
-				resolveErr = fmt.Errorf("run %s uses workflow %s@%s, which is not loaded (give the same --workflows it was started with)", id, run.WorkflowID, run.WorkflowVersion)
+				resolveErr = notLoaded(run)
 				break
 			}
 			jobs = append(jobs, verify.Job{RunID: id, Workflow: cd.wf})
@@ -191,6 +191,11 @@ were created). Exit status 1 if anything differs.`,
 // stays small next to the store's pages (BenchmarkVerifyMany: +30 % or
 // more events per CPU-second; see docs/performance/runner.md).
 const checkGCPercent = 400
+
+// notLoaded says a recorded run's workflow is not among those loaded.
+func notLoaded(run store.Run) error {
+	return fmt.Errorf("run %s uses workflow %s@%s, which is not loaded (give the same --workflows it was started with)", run.ID, run.WorkflowID, run.WorkflowVersion)
+}
 
 func printVerify(w io.Writer, rep *verify.Report) {
 	if p := rep.Pruned; p != nil {
@@ -443,7 +448,7 @@ func replayArchives(ctx context.Context, c *catalog, files []string) (results []
 		}
 		cd, ok := c.forRun(ctx, nil, run, false)
 		if !ok {
-			return results, fmt.Errorf("%s: run %s uses workflow %s@%s, which is not loaded (give the same --workflows it was started with)", f, run.ID, run.WorkflowID, run.WorkflowVersion), nil
+			return results, fmt.Errorf("%s: %w", f, notLoaded(run)), nil
 		}
 		rep, rp, err := verify.Record(ctx, nil, cd.wf, a.Record)
 		if err != nil {

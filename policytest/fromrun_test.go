@@ -191,3 +191,59 @@ func TestFromRunNamesTheEffectType(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// BenchmarkFromRun makes the ops agent's case of a recorded run: two
+// diagnostics and a restart approved, each settled (eight acts), checked
+// against the intents the run committed; what flrh run case does after
+// reading the record.
+func BenchmarkFromRun(b *testing.B) {
+	w := example(b, "ops-agent")
+	const runID = "r-bench"
+	state, err := w.Init(runID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var acts []Act
+	var intents []string
+	receipt := func(id string) Act {
+		body, _ := cjson.Marshal(map[string]any{"intent_id": id, "outcome": "confirmed_success"})
+		return Act{Kind: workflow.KindReceipt, Body: body}
+	}
+	for i, in := range []string{
+		`{"type":"diagnostics.requested/1","payload":{"check_id":"chk-1","service":"api","target":"dest:ops-api","probe":"health"}}`,
+		`{"type":"diagnostics.requested/1","payload":{"check_id":"chk-2","service":"api","target":"dest:ops-api","probe":"disk"}}`,
+		`{"type":"restart.requested/1","payload":{"restart_id":"rst-1","service":"api","target":"dest:ops-api","reason":"memory leak"}}`,
+	} {
+		body, _ := cjson.Canonicalize([]byte(in))
+		res, err := w.Decide(state, workflow.Input{Seq: int64(i + 1), Kind: workflow.KindInput, Body: body, Digest: cjson.Digest(body), Actor: "alice"})
+		if err != nil || len(res.Effects) != 1 {
+			b.Fatalf("%v %+v", err, res)
+		}
+		state = res.State
+		acts = append(acts, Act{Kind: workflow.KindInput, Actor: "alice", Body: body})
+		if need := res.Effects[0].Approval; need != nil {
+			grant, _ := (&request{need: *need}).grant("oncall-lead")
+			e, err := w.AuthorizeApproved(state, *need, grant)
+			if err != nil {
+				b.Fatal(err)
+			}
+			acts = append(acts, Act{Kind: ActApprove, Actor: "oncall-lead", Request: need.RequestID})
+			intents = append(intents, e.Intent.IntentID)
+			continue
+		}
+		intents = append(intents, res.Effects[0].Intent.IntentID)
+	}
+	for _, id := range intents {
+		acts = append(acts, receipt(id))
+	}
+	rec := Record{RunID: runID, Acts: acts, Committed: intents, Ended: EndedComplete}
+	if _, err := FromRun(w, rec, "bench", ""); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := FromRun(w, rec, "bench", ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -44,6 +44,7 @@ var routes = []route{
 	{Method: "GET", Pattern: "/v1/runs/{id}/fhr", Perm: permRead, handle: (*Server).listFHR},
 	{Method: "GET", Pattern: "/v1/runs/{id}/scorecard", Perm: permRead, handle: (*Server).listScorecards},
 	{Method: "GET", Pattern: "/v1/runs/{id}/why", Perm: permRead, handle: (*Server).why},
+	{Method: "GET", Pattern: "/v1/runs/{id}/case", Perm: permRead, handle: (*Server).runCase},
 	{Method: "POST", Pattern: "/v1/runs/{id}/inputs", Perm: permSubmit, Body: "submit_input", handle: (*Server).submit},
 	{Method: "POST", Pattern: "/v1/runs/{id}/approve", Perm: permApprove, Body: "approve", handle: (*Server).approve},
 	{Method: "POST", Pattern: "/v1/runs/{id}/deny", Perm: permApprove, Body: "deny", handle: (*Server).deny},

@@ -61,6 +61,8 @@ func TestDeliberationAnswersMatchTheDocument(t *testing.T) {
 		{"/v1/runs/{id}/why", "/v1/runs/doc-1/why?proposal=" + v.Offers[0].ProposalID},
 		{"/v1/runs/{id}/why", "/v1/runs/doc-2/why?proposal=" + tickets[0].ProposalID},
 		{"/v1/runs/{id}/why", "/v1/runs/doc-2/why?fact=" + urlQuery(`blocked("mallory")`)},
+		{"/v1/runs/{id}/case", "/v1/runs/doc-1/case"},
+		{"/v1/runs/{id}/case", "/v1/runs/doc-2/case?name=blocked"},
 	}
 	for _, c := range cases {
 		a := f.get(c.path, tokVic)

@@ -844,6 +844,17 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("preconditions shown as not met: %v", unmet)
 		}
 		w.checkA11y("why")
+		// The run as a policy test case: the server's answer, offered to
+		// save under the run's name.
+		w.run("case", chromedp.Click(chromedp.CSS("#case-make")), chromedp.WaitVisible(chromedp.CSS("#case-json")))
+		caseText := value(w, "case", chromedp.TextContent(chromedp.CSS("#case-json")))
+		if !strings.Contains(caseText, `"run": "blocked-payee"`) || !strings.Contains(caseText, `"payee": "mallory"`) {
+			t.Fatalf("the case shown: %q", caseText)
+		}
+		if file := value(w, "case file", chromedp.Evaluate[string](`document.querySelector('#case-download').getAttribute('download')`)); file != "blocked-payee.test.json" {
+			t.Fatalf("the case is offered as %q", file)
+		}
+		w.checkA11y("case")
 		w.run("scroll", chromedp.ScrollIntoView(chromedp.CSS("#why")))
 		w.shot("9-why-refused")
 		w.fullShot("9-why-refused-full")

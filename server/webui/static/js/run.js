@@ -219,6 +219,7 @@ export async function runPage(el, signal, id) {
   // Provenance: the proposals the run has seen, each explainable.
   const whySel = h('select', { id: 'why-proposal' });
   const whyOut = h('div', { id: 'why-out', 'aria-live': 'polite' });
+  const caseOut = h('div', { id: 'case-out', 'aria-live': 'polite' });
   replace(why, h('h2', { id: 'why-h' }, 'Why'),
     h('p', { class: 'muted' }, 'Why was a proposal refused, held or allowed: the proof behind the decision, from the gate rules and the facts they read.'),
     h('form', { class: 'filters', onsubmit: async (ev) => {
@@ -235,7 +236,29 @@ export async function runPage(el, signal, id) {
         replace(whyOut);
       }
     } }, h('div', {}, h('label', { for: 'why-proposal' }, 'Proposal'), whySel), h('div', {}, h('button', { type: 'submit' }, 'Explain'))),
-    whyOut);
+    whyOut,
+    h('h3', { id: 'case-h' }, 'As a policy test case'),
+    h('p', { class: 'muted' }, 'This run, step by step, pinned to what its bundle decided: run it against another version of the bundle (flrh bundle test DIR FILE) to see where that version would decide otherwise.'),
+    h('div', { class: 'actions' }, h('button', { type: 'button', id: 'case-make', onclick: makeCase }, 'Make the case')),
+    caseOut);
+
+  // makeCase reads the run as a policy test case and offers it to save.
+  async function makeCase() {
+    replace(caseOut, h('p', { class: 'muted' }, 'Making the case…'));
+    try {
+      const out = await optional(runPath(id, '/case'), signal);
+      if (out === null) { replace(caseOut, h('p', { class: 'muted' }, 'This server does not make cases of runs.')); return; }
+      const text = JSON.stringify(out, null, 2) + '\n';
+      const file = id + '.test.json';
+      replace(caseOut,
+        h('p', {}, h('a', { id: 'case-download', href: URL.createObjectURL(new Blob([text], { type: 'application/json' })), download: file }, 'Save ' + file)),
+        h('pre', { id: 'case-json', class: 'mono' }, text));
+    } catch (e) {
+      const { sayError } = await shell();
+      sayError(e);
+      replace(caseOut);
+    }
+  }
 
   function renderWhyChoices() {
     const ids = new Set();

@@ -540,18 +540,28 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request, _ Principal) err
 	return nil
 }
 
+// runWorkflow reads a run and the workflow it runs: the store's error for
+// a run it does not hold, 409 when the workflow is not loaded here.
+func (s *Server) runWorkflow(ctx context.Context, id string) (store.Run, runner.Workflow, error) {
+	run, err := s.cfg.Store.Run(ctx, id)
+	if err != nil {
+		return run, nil, err
+	}
+	wf, werr := s.workflow(run.WorkflowID, run.WorkflowVersion) // a *Error: nil is not an error's nil
+	if werr != nil {
+		return run, nil, apiErr(http.StatusConflict, TypeConflict, "", "run %s needs workflow %s@%s, which is not loaded", id, run.WorkflowID, run.WorkflowVersion)
+	}
+	return run, wf, nil
+}
+
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	id, err := runQuery(r)
 	if err != nil {
 		return err
 	}
-	run, err := s.cfg.Store.Run(r.Context(), id)
+	_, wf, err := s.runWorkflow(r.Context(), id)
 	if err != nil {
 		return err
-	}
-	wf, werr := s.workflow(run.WorkflowID, run.WorkflowVersion)
-	if werr != nil {
-		return apiErr(http.StatusConflict, TypeConflict, "", "run %s needs workflow %s@%s, which is not loaded", id, run.WorkflowID, run.WorkflowVersion)
 	}
 	rep, err := verify.Replay(r.Context(), s.cfg.Store, wf, id)
 	if err != nil {

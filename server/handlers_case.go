@@ -24,13 +24,9 @@ func (s *Server) runCase(w http.ResponseWriter, r *http.Request, _ Principal) er
 	if len(name) > maxCaseName {
 		return apiErr(http.StatusBadRequest, TypeMalformed, "?name", "name is longer than %d bytes", maxCaseName)
 	}
-	run, err := s.cfg.Store.Run(r.Context(), id)
+	run, wf, err := s.runWorkflow(r.Context(), id)
 	if err != nil {
 		return err
-	}
-	wf, werr := s.workflow(run.WorkflowID, run.WorkflowVersion)
-	if werr != nil {
-		return apiErr(http.StatusConflict, TypeConflict, "", "run %s needs workflow %s@%s, which is not loaded", id, run.WorkflowID, run.WorkflowVersion)
 	}
 	b, ok := wf.(*bundle.Workflow)
 	if !ok {

@@ -42,13 +42,9 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request, _ Principal) error 
 	case len(fact) > maxFactText:
 		return apiErr(http.StatusBadRequest, TypeMalformed, "?fact", "fact is longer than %d bytes", maxFactText)
 	}
-	run, err := s.cfg.Store.Run(r.Context(), id)
+	_, wf, err := s.runWorkflow(r.Context(), id)
 	if err != nil {
 		return err
-	}
-	wf, werr := s.workflow(run.WorkflowID, run.WorkflowVersion)
-	if werr != nil {
-		return apiErr(http.StatusConflict, TypeConflict, "", "run %s needs workflow %s@%s, which is not loaded", id, run.WorkflowID, run.WorkflowVersion)
 	}
 	pv, ok := wf.(provenance)
 	if !ok {

@@ -149,6 +149,10 @@ goes with its decision's id). --require-coverage fails when one is never
 exercised. With --json and either, the report is {"cases": [...],
 "coverage": {"rules", "exercised", "never", "untracked"}}.
 
+flrh run case RUN prints a recorded run as a case (a *.test.json), pinned
+to what its bundle decided: run here against a changed bundle, it says
+where the change would have decided otherwise.
+
 Exit status: 0 when every case passes, 1 when one fails, the bundle does
 not compile or (--require-coverage) a gate rule is never exercised, 2 when
 a case file cannot be read.`,

@@ -8,9 +8,9 @@ import (
 )
 
 // A policy lists the rules that write an output, by the rule id their
-// head writes, in source order: not its helper rules, nor explicit
-// negative evidence; a rule id written from a variable is listed with no
-// id.
+// head writes, in source order: not the rules of its own relations, nor
+// explicit negative evidence; a rule id written from a variable is listed
+// with no id.
 func TestPolicyRules(t *testing.T) {
 	src := []byte(`.decl big(t: symbol)
 big(t) :- param_num(t, "amount", n), n > 100.

@@ -149,6 +149,13 @@ goes with its decision's id). --require-coverage fails when one is never
 exercised. With --json and either, the report is {"cases": [...],
 "coverage": {"rules", "exercised", "never", "untracked"}}.
 
+--pin CASEFILE prints the file with every step's expectations set to what
+the bundle decides (outcomes, effects with every parameter, options, the
+machine's state, completion, what a grant did, or the refusal), as JSON:
+steps written without expectations, pinned, become a snapshot of the
+bundle's behaviour to review and keep. A step that cannot be taken (a
+receipt with nothing waiting) is a case file error (exit 2).
+
 flrh run case RUN prints a recorded run as a case (a *.test.json), pinned
 to what its bundle decided: run here against a changed bundle, it says
 where the change would have decided otherwise.
@@ -160,6 +167,7 @@ a case file cannot be read.`,
 	asJSON := test.Flags().Bool("json", false, "print JSON")
 	coverage := test.Flags().Bool("coverage", false, "also report which gate rules no case exercised")
 	requireCoverage := test.Flags().Bool("require-coverage", false, "report coverage, and fail when a gate rule is never exercised")
+	pin := test.Flags().Bool("pin", false, "print CASEFILE (one) with every step's expectations set to what the bundle decides, as JSON, instead of testing")
 	test.RunE = func(cmd *cobra.Command, args []string) error {
 		dir := args[0]
 		if !bundle.IsDir(dir) {
@@ -170,6 +178,22 @@ a case file cannot be read.`,
 			return err
 		}
 		files := args[1:]
+		if *pin {
+			// Pinning writes no report: the pinned file is the output.
+			if len(files) != 1 || *coverage || *requireCoverage || *asJSON {
+				return usagef("--pin takes exactly one CASEFILE, and no other flag")
+			}
+			src, err := os.ReadFile(files[0])
+			if err != nil {
+				return usagef("%v", err)
+			}
+			out, err := policytest.Pin(w.Workflow, files[0], src)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			_, err = cmd.OutOrStdout().Write(out)
+			return err
+		}
 		if len(files) == 0 {
 			if files, err = caseFiles(dir); err != nil {
 				return usagef("%v", err)

@@ -68,6 +68,41 @@ func TestBundleTestOverTheCLI(t *testing.T) {
 		covered.Coverage.Rules != 7 || covered.Coverage.Exercised != 7 || len(covered.Coverage.Never) != 0 {
 		t.Fatalf("the example's coverage: %v\n%s", err, out)
 	}
+	// --pin: steps written without expectations come back with them, as
+	// JSON that passes against the bundle; a step that cannot be taken is
+	// a case file error; --pin takes one file and no other flag.
+	unpinned := filepath.Join(dir, "unpinned.yaml")
+	if err := os.WriteFile(unpinned, []byte("cases:\n  - name: large\n    steps:\n      - input: {type: refund.requested/1, payload: {refund_id: r-3, amount: 900, payee: bob, reason: late}}\n      - approve: finance-lead\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = flrh(bin, nil, "bundle", "test", filepath.Join(examples, "refund-agent"), unpinned, "--pin")
+	if exitStatus(t, err) != 0 || !strings.Contains(out, `"outcomes": [`+"\n"+`              "APPROVAL_REQUEST"`) || !strings.Contains(out, `"approval": "approved"`) {
+		t.Fatalf("--pin: %v\n%s", err, out)
+	}
+	pinnedFile := filepath.Join(dir, "pinned.test.json")
+	if err := os.WriteFile(pinnedFile, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := flrh(bin, nil, "bundle", "test", filepath.Join(examples, "refund-agent"), pinnedFile); exitStatus(t, err) != 0 || !strings.Contains(out, "1 cases, 0 failed") {
+		t.Fatalf("the pinned file: %v\n%s", err, out)
+	}
+	lone := filepath.Join(dir, "lone.yaml")
+	if err := os.WriteFile(lone, []byte("cases:\n  - name: lone\n    steps:\n      - receipt: confirmed_success\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{lone, "--pin"}, "lone: step 1: a receipt, but no authorized effect is waiting for one"},
+		{[]string{unpinned, lone, "--pin"}, "--pin takes exactly one CASEFILE"},
+		{[]string{unpinned, "--pin", "--json"}, "--pin takes exactly one CASEFILE, and no other flag"},
+	} {
+		out, err := flrh(bin, nil, append([]string{"bundle", "test", filepath.Join(examples, "refund-agent")}, c.args...)...)
+		if exitStatus(t, err) != 2 || !strings.Contains(out, c.want) {
+			t.Fatalf("%v: %v\n%s", c.args, err, out)
+		}
+	}
 	broken := filepath.Join(dir, "broken.yaml")
 	if err := os.WriteFile(broken, []byte("cases:\n  - name: a\n    steps: []\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -93,7 +93,14 @@ func newCLIRig(t *testing.T) *cliRig {
 // run runs flrh with the rig's store and returns its output and exit status.
 func (c *cliRig) run(args ...string) (string, int) {
 	c.t.Helper()
-	out, err := flrh(c.bin, nil, append(args, c.store)...)
+	return c.status(append(args, c.store)...)
+}
+
+// status runs flrh with exactly the arguments given (no store flag added)
+// and returns its output and exit status.
+func (c *cliRig) status(args ...string) (string, int) {
+	c.t.Helper()
+	out, err := flrh(c.bin, nil, args...)
 	return out, exitStatus(c.t, err)
 }
 

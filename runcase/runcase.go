@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/policytest"
@@ -33,8 +32,7 @@ func Make(ctx context.Context, s store.Store, w *workflow.Workflow, run store.Ru
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(intents, func(a, b store.Intent) int { return cmp.Compare(a.Seq, b.Seq) })
-	committed := make([]string, len(intents))
+	committed := make([]string, len(intents)) // in commit order, as the store returns them
 	for i, in := range intents {
 		committed[i] = in.ID
 	}

@@ -190,8 +190,8 @@ func (s *Server) authenticate(r *http.Request) (Principal, *Error) {
 // when the grant lapses. A token that expired is refused with its grant,
 // so that the caller can tell why.
 func (s *Server) grantOf(r *http.Request, now time.Time) (grant, *Error) {
-	tokens := s.tokens.Load()
-	if tokens == nil {
+	tokens, identity := s.tokens.Load(), s.identity.Load()
+	if tokens == nil && identity == nil {
 		if !loopbackRequest(r) {
 			return grant{}, apiErr(http.StatusForbidden, TypeForbidden, "", "this server has no tokens configured and serves loopback clients only")
 		}
@@ -205,7 +205,13 @@ func (s *Server) grantOf(r *http.Request, now time.Time) (grant, *Error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return grant{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "the Authorization header must be: Bearer TOKEN")
 	}
-	g, found := tokens.lookup(strings.TrimSpace(token))
+	token = strings.TrimSpace(token)
+	g, found := tokens.lookup(token)
+	if !found && identity != nil && strings.Count(token, ".") >= 2 {
+		// Not a token of the file, and shaped like a JWT: the identity
+		// provider's, if its keys say so.
+		return identity.grant(r.Context(), token, now)
+	}
 	if !found {
 		return grant{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "unknown token")
 	}
@@ -228,12 +234,64 @@ func (s *Server) SetTokens(t *Tokens) error {
 	if (t == nil) != (s.tokens.Load() == nil) {
 		return fmt.Errorf("server: tokens are replaced, never given to a server started without them nor taken from one started with them")
 	}
+	s.tokens.Store(t)
+	s.credentialsChanged()
+	return nil
+}
+
+// SetIdentity puts id in place of the identity provider callers'
+// tokens are verified by (its configuration read again, flrh serve on
+// SIGHUP); open streams are checked against it as by SetTokens. Like
+// tokens, an identity provider is replaced, never given to a server
+// started without one nor taken from one started with it.
+func (s *Server) SetIdentity(id *Identity) error {
+	if (id == nil) != (s.identity.Load() == nil) {
+		return fmt.Errorf("server: an identity provider is replaced, never given to a server started without one nor taken from one started with it")
+	}
+	s.attach(id)
+	s.identity.Store(id)
+	s.credentialsChanged()
+	return nil
+}
+
+// RefreshIdentity fetches the identity provider's key set again (flrh
+// serve does it every refresh_seconds). Without a provider it does
+// nothing.
+func (s *Server) RefreshIdentity(ctx context.Context) error {
+	if id := s.identity.Load(); id != nil {
+		return id.Refresh(ctx)
+	}
+	return nil
+}
+
+// attach tells the server what id does: a key set that changes makes
+// open streams be checked again, and fetches and refusals are counted.
+func (s *Server) attach(id *Identity) {
+	id.hooks.Store(&identityHooks{
+		changed: s.credentialsChanged,
+		fetched: func(ok bool) {
+			s.metrics.keySetFetches.WithLabelValues(map[bool]string{true: "ok", false: "failed"}[ok]).Inc()
+		},
+		refused: func(reason string) { s.metrics.identityRefused.WithLabelValues(reason).Inc() },
+	})
+}
+
+// Identity returns the identity provider callers may authenticate
+// with, or nil.
+func (s *Server) Identity() *Identity { return s.identity.Load() }
+
+// authenticates reports whether the server authenticates callers (a
+// token file or an identity provider), rather than serving loopback
+// callers as "local".
+func (s *Server) authenticates() bool { return s.tokens.Load() != nil || s.identity.Load() != nil }
+
+// credentialsChanged wakes every streaming request to check its token
+// again (watchRevocation).
+func (s *Server) credentialsChanged() {
 	s.swappedMu.Lock()
 	defer s.swappedMu.Unlock()
-	s.tokens.Store(t)
 	close(s.swapped)
 	s.swapped = make(chan struct{})
-	return nil
 }
 
 // ErrTokenRevoked is the cause a streaming request's context is
@@ -318,15 +376,17 @@ func loopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ListenCheck refuses to serve addr without tokens unless it is a loopback
-// address. An empty host (":7700") means every interface and is refused too.
-func ListenCheck(addr string, tokens *Tokens) error {
+// ListenCheck refuses to serve addr unauthenticated (authenticates
+// false: neither a token file nor an identity provider) unless it is a
+// loopback address. An empty host (":7700") means every interface and is
+// refused too.
+func ListenCheck(addr string, authenticates bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("address %q: %v", addr, err)
 	}
-	if tokens.Len() > 0 || (host != "" && loopbackHost(host)) {
+	if authenticates || (host != "" && loopbackHost(host)) {
 		return nil
 	}
-	return fmt.Errorf("refusing to listen on %q without a token file: only loopback addresses may be served unauthenticated", addr)
+	return fmt.Errorf("refusing to listen on %q without a token file or an identity provider: only loopback addresses may be served unauthenticated", addr)
 }

@@ -171,7 +171,7 @@ func TestListenCheck(t *testing.T) {
 		{":7700", tk, true},
 		{"nonsense", nil, false},
 	} {
-		if err := ListenCheck(c.addr, c.tokens); (err == nil) != c.ok {
+		if err := ListenCheck(c.addr, c.tokens.Len() > 0); (err == nil) != c.ok {
 			t.Errorf("ListenCheck(%q, %d tokens) = %v", c.addr, c.tokens.Len(), err)
 		}
 	}

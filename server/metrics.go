@@ -24,6 +24,10 @@ type metrics struct {
 	storeErrors *prometheus.CounterVec // the runner's flrh_store_errors_total, source="api"
 	runner      *telemetry.Metrics
 	streams     prometheus.Gauge
+	// keySetFetches counts fetches of the identity provider's key set by
+	// outcome; identityRefused, its tokens refused by reason.
+	keySetFetches   *prometheus.CounterVec
+	identityRefused *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) (*metrics, error) {
@@ -38,8 +42,12 @@ func newMetrics(reg *prometheus.Registry, s *Server) (*metrics, error) {
 			Help:    "HTTP request latency by route (event streams excluded).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5}}, []string{"route", "method"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flrh_event_streams", Help: "Open server-sent event streams."}),
+		keySetFetches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_identity_key_set_fetches_total",
+			Help: "Fetches of the identity provider's key set by outcome (ok, failed)."}, []string{"outcome"}),
+		identityRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_identity_tokens_refused_total",
+			Help: "Identity provider tokens refused, by reason (expired, bad_signature, unknown_key, wrong_audience, actor, …)."}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.streams, &runCollector{s: s, inspect: s.cfg.Runner.Inspect, budget: scrapeBudget},
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.streams, m.keySetFetches, m.identityRefused, &runCollector{s: s, inspect: s.cfg.Runner.Inspect, budget: scrapeBudget},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {

@@ -45,6 +45,11 @@ type Config struct {
 	// Tokens authenticates callers; nil serves loopback callers only, all as
 	// the actor "local".
 	Tokens *Tokens
+	// Identity, when set, also authenticates callers by the signed tokens
+	// (JWTs) of an identity provider: a bearer token the token file does
+	// not hold is verified against the provider's keys. With Identity or
+	// Tokens the server authenticates every caller.
+	Identity *Identity
 	// Logger receives one JSON line per request; nil discards them.
 	Logger *slog.Logger
 	// Metrics is where the server registers its collectors and the
@@ -88,8 +93,12 @@ type Server struct {
 	// tokens authenticates callers: cfg.Tokens at first, then what
 	// SetTokens puts in its place; nil serves loopback callers only.
 	tokens atomic.Pointer[Tokens]
-	// swapped is closed, and replaced, each time SetTokens puts new
-	// tokens in place: streaming requests wait on it (watchRevocation).
+	// identity authenticates callers by an identity provider's tokens:
+	// cfg.Identity, then what SetIdentity puts in its place.
+	identity atomic.Pointer[Identity]
+	// swapped is closed, and replaced, each time SetTokens or SetIdentity
+	// puts new credentials in place, or the identity provider's keys
+	// change: streaming requests wait on it (watchRevocation).
 	swappedMu sync.Mutex
 	swapped   chan struct{}
 	done      chan struct{}
@@ -139,6 +148,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if cfg.Identity != nil {
+		s.attach(cfg.Identity)
+		s.identity.Store(cfg.Identity)
+	}
 	byPattern := map[string][]string{}
 	var patterns []string
 	for _, rt := range routes {
@@ -282,7 +295,7 @@ func (s *Server) wrap(rt route) http.Handler {
 					failure = apiErr(http.StatusForbidden, TypeForbidden, "", "actor %s (roles %s) may not %s", p.Actor, strings.Join(p.Roles, ","), rt.Perm)
 					return
 				}
-				if rt.streams && s.tokens.Load() != nil {
+				if rt.streams && s.authenticates() {
 					ctx, cancel := context.WithCancelCause(r.Context())
 					defer cancel(nil)
 					r = r.WithContext(ctx)

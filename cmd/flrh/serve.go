@@ -58,10 +58,25 @@ The token file (flrh tokens add, list, revoke and hash edit it):
     {"actor": "ci-bot", "roles": ["agent"], "token_sha256": "<hex sha256 of the token>"}
   ]}
 
-SIGHUP reads the token file again (and the encryption keys, the bundles'
-adapters and the notice routes): a token added works at once, a revoked one
-is refused, and the event streams it opened end. A file that does not parse
-leaves the tokens as they were, and the log says why.
+With --identity FILE, callers may also present the signed tokens (JWTs) of an
+identity provider (Keycloak, Okta, Entra ID, Auth0, Dex, …): the file names
+the provider's issuer and the audience, and which claims name the actor and
+its roles; the provider's keys are found by OpenID Connect discovery (or at
+jwks_uri, or in jwks_file) and fetched again every refresh_seconds and when
+a token names a key not yet seen:
+
+  {"issuer": "https://login.example.com/realms/ops", "audience": "flrh",
+   "actor_claim": "preferred_username", "roles_claim": "/realm_access/roles",
+   "roles": {"payments-approvers": ["approver"], "sre": ["operator"]}}
+
+The actor is who the provider says: one person is one actor however many
+tokens they hold, which an approval quorum counts on.
+
+SIGHUP reads the token file again (and the identity provider's configuration
+and keys, the encryption keys, the bundles' adapters and the notice routes):
+a token added works at once, a revoked one is refused, and the event streams
+it opened end. A file that does not parse leaves the tokens as they were, and
+the log says why.
 
 Logs are JSON lines on standard error (--log-level debug adds every tick and
 control transition). /metrics serves Prometheus metrics to any authenticated
@@ -92,7 +107,8 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	workflowsDir := cmd.Flags().String("workflows", "./workflows", "directory of workflow bundles (one bundle, or one per subdirectory); skipped if absent and not given")
 	runners := cmd.Flags().Int("runners", 4, "how many runs this process advances at once (with a PostgreSQL store: how many it claims at a time)")
 	destination := cmd.Flags().String("destination", "", "effect endpoint of the built-in refund workflow's payments destination (e.g. a flrh sandbox's http://127.0.0.1:PORT/v1/effects)")
-	tokensFile := cmd.Flags().String("tokens", "", "token file mapping bearer tokens to actors and roles (required to listen beyond loopback)")
+	tokensFile := cmd.Flags().String("tokens", "", "token file mapping bearer tokens to actors and roles (this or --identity is required to listen beyond loopback)")
+	identityFile := cmd.Flags().String("identity", "", "identity provider configuration: callers may present the provider's signed tokens (JWTs), their actor and roles taken from its claims (see docs/server.md)")
 	leaseTTL := cmd.Flags().Duration("lease-ttl", 30*time.Second, "how long the runner's lease on a run lasts without renewal")
 	retryAfterFlag := cmd.Flags().Duration("max-retry-after", runner.DefaultMaxRetryAfter, maxRetryAfterUsage)
 	grace := cmd.Flags().Duration("grace", 10*time.Second, "how long shutdown waits for in-flight requests, and then for runs being advanced")
@@ -166,6 +182,11 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		case pruning && *pruneEvery < time.Second:
 			return usagef("--prune-every must be at least 1s, not %s", *pruneEvery)
 		}
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+			return usagef("--log-level: %v", err)
+		}
+		log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 		var tokens *server.Tokens
 		if *tokensFile != "" {
 			data, err := os.ReadFile(*tokensFile)
@@ -176,14 +197,16 @@ shutdown, or lapsed two --prune-every after a crash).`,
 				return usagef("--tokens %s: %v", *tokensFile, err)
 			}
 		}
-		if err := server.ListenCheck(*addr, tokens); err != nil {
+		var identity *server.Identity
+		if *identityFile != "" {
+			var err error
+			if identity, err = loadIdentity(cmd.Context(), *identityFile, log); err != nil {
+				return usagef("--identity %s: %v", *identityFile, err)
+			}
+		}
+		if err := server.ListenCheck(*addr, tokens != nil || identity != nil); err != nil {
 			return usagef("%v", err)
 		}
-		var level slog.Level
-		if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-			return usagef("--log-level: %v", err)
-		}
-		log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 		tracing, err := telemetry.NewTracing(cmd.Context(), *otelExporter, cmd.OutOrStdout(), "flrh")
 		if err != nil {
 			return usagef("--otel: %v", err)
@@ -337,7 +360,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		}
 		catalog := server.Static(workflows)
 		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom})
-		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Logger: log, Notifier: notifier, MCP: agents,
+		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Identity: identity, Logger: log, Notifier: notifier, MCP: agents,
 			Tracer: tracing.Provider, Metrics: metricsReg})
 		if err != nil {
 			return err
@@ -368,6 +391,12 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if *reloadEvery > 0 && tokens != nil {
 			chores.Go(func() { tokenReload{*tokensFile, srv}.watch(runCtx, *reloadEvery, log) })
 		}
+		if identity != nil {
+			chores.Go(func() { refreshIdentity(runCtx, srv, log) })
+			if *reloadEvery > 0 {
+				chores.Go(func() { identityReload{*identityFile, srv}.watch(runCtx, *reloadEvery, log) })
+			}
+		}
 		if *reloadEvery > 0 && hooks != nil && nf.routes != "" {
 			chores.Go(func() { nf.watchRoutes(runCtx, *reloadEvery, hooks, log) })
 		}
@@ -394,6 +423,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 					if tokens != nil {
 						tokenReload{*tokensFile, srv}.reload(log)
 					}
+					if identity != nil {
+						identityReload{*identityFile, srv}.reload(runCtx, log)
+					}
 					if hooks != nil && nf.routes != "" {
 						nf.reloadRoutes(hooks, log)
 					}
@@ -410,7 +442,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			}
 		})
 		fmt.Fprintf(cmd.OutOrStdout(), "flrh serve: http://%s/ (store %s, %d workflows, %d runners, %s)\n",
-			ln.Addr(), *storeSpec, len(workflows), *runners, authMode(tokens))
+			ln.Addr(), *storeSpec, len(workflows), *runners, authMode(tokens, identity))
 
 		var serveErr error
 		select {
@@ -441,11 +473,4 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		return nil
 	}
 	rootCmd.AddCommand(cmd)
-}
-
-func authMode(t *server.Tokens) string {
-	if t.Len() == 0 {
-		return "no tokens: loopback clients only"
-	}
-	return fmt.Sprintf("%d tokens", t.Len())
 }

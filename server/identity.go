@@ -1,0 +1,415 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/idtoken"
+)
+
+// Defaults and bounds of an identity provider's configuration.
+const (
+	defaultLeeway  = 60 * time.Second
+	defaultRefresh = time.Hour
+	// minRefetch is how soon after one fetch of the key set a token naming
+	// an unknown key may fetch it again: a provider that rotated its keys
+	// is caught up with at once, a caller presenting made-up key ids
+	// cannot make the server hammer the provider.
+	minRefetch = 30 * time.Second
+	// fetchTimeout bounds one fetch of the discovery document or the key
+	// set.
+	fetchTimeout = 10 * time.Second
+)
+
+// IdentityConfig is an identity provider's configuration (schema
+// identity.json): the file `flrh serve --identity` reads.
+//
+//	{"issuer": "https://login.example.com/realms/ops",
+//	 "audience": "flrh",
+//	 "actor_claim": "preferred_username",
+//	 "roles_claim": "/realm_access/roles",
+//	 "roles": {"payments-approvers": ["approver"], "sre": ["operator", "reconciler"]}}
+type IdentityConfig struct {
+	Issuer             string              `json:"issuer"`
+	Audience           string              `json:"audience"`
+	JWKSURI            string              `json:"jwks_uri,omitempty"`
+	JWKSFile           string              `json:"jwks_file,omitempty"`
+	ActorClaim         string              `json:"actor_claim,omitempty"`
+	RolesClaim         string              `json:"roles_claim,omitempty"`
+	Roles              map[string][]string `json:"roles,omitempty"`
+	Algorithms         []string            `json:"algorithms,omitempty"`
+	LeewaySeconds      *int                `json:"leeway_seconds,omitempty"`
+	MaxLifetimeSeconds int                 `json:"max_lifetime_seconds,omitempty"`
+	RefreshSeconds     int                 `json:"refresh_seconds,omitempty"`
+}
+
+// ParseIdentityConfig reads an identity provider's configuration. dir is
+// the directory a relative jwks_file is taken from (the configuration
+// file's own). Errors name the offending member by JSON pointer.
+func ParseIdentityConfig(data []byte, dir string) (*IdentityConfig, error) {
+	var c IdentityConfig
+	if err := decodeStrict(data, "identity", &c); err != nil {
+		return nil, fmt.Errorf("identity provider: %w", err)
+	}
+	bad := func(ptr, format string, args ...any) error {
+		return fmt.Errorf("identity provider: %s: %s", ptr, fmt.Sprintf(format, args...))
+	}
+	if c.JWKSURI != "" && c.JWKSFile != "" {
+		return nil, bad("/jwks_file", "give the key set's address (jwks_uri) or its file, not both")
+	}
+	if c.JWKSFile == "" {
+		at, where := c.Issuer, "/issuer"
+		if c.JWKSURI != "" {
+			at, where = c.JWKSURI, "/jwks_uri"
+		}
+		if err := fetchable(at); err != nil {
+			return nil, bad(where, "%v", err)
+		}
+	} else if !filepath.IsAbs(c.JWKSFile) {
+		c.JWKSFile = filepath.Join(dir, c.JWKSFile)
+	}
+	for _, claim := range []struct{ ptr, v string }{{"/actor_claim", c.ActorClaim}, {"/roles_claim", c.RolesClaim}} {
+		if strings.HasPrefix(claim.v, "/") && slices.Contains(strings.Split(claim.v[1:], "/"), "") {
+			return nil, bad(claim.ptr, "%q is not a JSON pointer to a claim: an empty step", claim.v)
+		}
+	}
+	if c.ActorClaim == "" {
+		c.ActorClaim = "sub"
+	}
+	if c.RolesClaim == "" {
+		c.RolesClaim = "roles"
+	}
+	return &c, nil
+}
+
+// fetchable checks that a key set may be fetched from u: over https, or
+// over http to a loopback address (a provider's sidecar, a test).
+func fetchable(u string) error {
+	p, err := url.Parse(u)
+	switch {
+	case err != nil || p.Host == "":
+		return fmt.Errorf("%q is not an absolute URL", u)
+	case p.Scheme == "https":
+		return nil
+	case p.Scheme == "http" && loopbackHost(p.Host):
+		return nil
+	}
+	return fmt.Errorf("%q: keys are fetched over https (http only from a loopback address)", u)
+}
+
+func (c *IdentityConfig) verifier() idtoken.Verifier {
+	leeway := defaultLeeway
+	if c.LeewaySeconds != nil {
+		leeway = time.Duration(*c.LeewaySeconds) * time.Second
+	}
+	return idtoken.Verifier{Issuer: c.Issuer, Audience: c.Audience, Algorithms: c.Algorithms, Leeway: leeway,
+		MaxLifetime: time.Duration(c.MaxLifetimeSeconds) * time.Second}
+}
+
+// RefreshEvery is how often the key set is fetched again.
+func (c *IdentityConfig) RefreshEvery() time.Duration {
+	if c.RefreshSeconds > 0 {
+		return time.Duration(c.RefreshSeconds) * time.Second
+	}
+	return defaultRefresh
+}
+
+// Identity authenticates callers by the tokens an identity provider
+// signs: it holds the provider's key set, fetched again on a schedule the
+// caller keeps (Refresh) and at once, at most every minRefetch, when a
+// token names a key it does not hold.
+type Identity struct {
+	cfg      IdentityConfig
+	verifier idtoken.Verifier
+	client   *http.Client
+	log      *slog.Logger
+
+	keys atomic.Pointer[idtoken.KeySet]
+	// fetchMu serialises fetches; lastFetch is when the latest began,
+	// lastKeySet what the latest that succeeded read.
+	fetchMu    sync.Mutex
+	lastFetch  time.Time
+	lastKeySet []byte
+	// refetchAfter is minRefetch (tests shorten it).
+	refetchAfter time.Duration
+	// changed is told when a fetch puts a different key set in place, so
+	// that open streams are checked again (a key withdrawn ends what its
+	// tokens opened).
+	hooks atomic.Pointer[identityHooks]
+}
+
+// identityHooks are what the server that uses an Identity is told.
+type identityHooks struct {
+	changed func()              // a fetch put a different key set in place
+	fetched func(ok bool)       // a fetch of the key set ended
+	refused func(reason string) // a token was refused (idtoken's reason, or "actor")
+}
+
+func (id *Identity) hook() *identityHooks {
+	if h := id.hooks.Load(); h != nil {
+		return h
+	}
+	return &identityHooks{changed: func() {}, fetched: func(bool) {}, refused: func(string) {}}
+}
+
+// NewIdentity makes an Identity for cfg and fetches the provider's key
+// set once: a provider that cannot be reached, or publishes no usable
+// key, is reported now rather than at the first caller. client may be nil
+// (http.DefaultClient).
+func NewIdentity(ctx context.Context, cfg *IdentityConfig, client *http.Client, log *slog.Logger) (*Identity, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	id := &Identity{cfg: *cfg, verifier: cfg.verifier(), client: client, log: log, refetchAfter: minRefetch}
+	if err := id.verifier.Check(); err != nil {
+		return nil, fmt.Errorf("identity provider: %w", err)
+	}
+	if err := id.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	if len(id.keys.Load().Keys()) == 0 {
+		return nil, fmt.Errorf("identity provider %s: its key set holds no key that verifies tokens", cfg.Issuer)
+	}
+	return id, nil
+}
+
+// Config returns the configuration the Identity was made with.
+func (id *Identity) Config() IdentityConfig { return id.cfg }
+
+// Keys returns the key set in use.
+func (id *Identity) Keys() *idtoken.KeySet { return id.keys.Load() }
+
+// Refresh fetches the provider's key set and puts it in place. On
+// failure the keys in use are kept, and the error says why.
+func (id *Identity) Refresh(ctx context.Context) error {
+	id.fetchMu.Lock()
+	defer id.fetchMu.Unlock()
+	return id.fetchLocked(ctx)
+}
+
+func (id *Identity) fetchLocked(ctx context.Context) error {
+	id.lastFetch = time.Now()
+	data, err := id.keySetBytes(ctx)
+	var ks *idtoken.KeySet
+	if err == nil {
+		ks, err = idtoken.ParseKeySet(data)
+	}
+	id.hook().fetched(err == nil)
+	if err != nil {
+		return fmt.Errorf("identity provider %s: %w", id.cfg.Issuer, err)
+	}
+	old := id.keys.Swap(ks)
+	changed := old != nil && !bytes.Equal(data, id.lastKeySet)
+	id.lastKeySet = data
+	if changed {
+		id.log.Info("identity provider keys changed", "issuer", id.cfg.Issuer, "keys", keyIDs(ks))
+		id.hook().changed()
+	}
+	return nil
+}
+
+// refetchForUnknownKey fetches the key set again when a token named a key
+// not in it, unless a fetch began less than minRefetch ago. It reports
+// whether a fetch put keys in place.
+func (id *Identity) refetchForUnknownKey(ctx context.Context) bool {
+	id.fetchMu.Lock()
+	defer id.fetchMu.Unlock()
+	if time.Since(id.lastFetch) < id.refetchAfter {
+		return false
+	}
+	if err := id.fetchLocked(ctx); err != nil {
+		id.log.Warn("identity provider key set not fetched", "err", err.Error())
+		return false
+	}
+	return true
+}
+
+// keySetBytes reads the key set: from its file, from jwks_uri, or from the
+// jwks_uri the provider's discovery document names.
+func (id *Identity) keySetBytes(ctx context.Context) ([]byte, error) {
+	if id.cfg.JWKSFile != "" {
+		data, err := os.ReadFile(id.cfg.JWKSFile)
+		if err != nil {
+			return nil, fmt.Errorf("the key set file: %w", err)
+		}
+		return data, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	uri := id.cfg.JWKSURI
+	if uri == "" {
+		disc := strings.TrimSuffix(id.cfg.Issuer, "/") + "/.well-known/openid-configuration"
+		data, err := id.get(ctx, disc)
+		if err != nil {
+			return nil, err
+		}
+		var doc struct {
+			Issuer  string `json:"issuer"`
+			JWKSURI string `json:"jwks_uri"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			return nil, fmt.Errorf("%s: not a discovery document", disc)
+		}
+		// OpenID Connect Discovery 1.0 §4.3: the document is the
+		// issuer's own only if it says so.
+		if doc.Issuer != id.cfg.Issuer {
+			return nil, fmt.Errorf("%s names the issuer %q, not %q", disc, doc.Issuer, id.cfg.Issuer)
+		}
+		if err := fetchable(doc.JWKSURI); err != nil {
+			return nil, fmt.Errorf("%s: jwks_uri %w", disc, err)
+		}
+		uri = doc.JWKSURI
+	}
+	return id.get(ctx, uri)
+}
+
+// get fetches u, refusing an answer other than 200 or larger than a key
+// set may be.
+func (id *Identity) get(ctx context.Context, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := id.client.Do(req)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, fmt.Errorf("GET %s: no answer within %s", u, fetchTimeout)
+		}
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, idtoken.MaxKeySetBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	if len(data) > idtoken.MaxKeySetBytes {
+		return nil, fmt.Errorf("GET %s: more than %d bytes", u, idtoken.MaxKeySetBytes)
+	}
+	return data, nil
+}
+
+// grant verifies token at now and maps its claims to a principal. A
+// token naming a key the set does not hold fetches the set again (see
+// refetchForUnknownKey) and is verified once more.
+func (id *Identity) grant(ctx context.Context, token string, now time.Time) (grant, *Error) {
+	t, err := id.verifier.Verify(token, id.keys.Load(), now)
+	if errors.Is(err, &idtoken.Error{Reason: idtoken.UnknownKey}) && id.refetchForUnknownKey(ctx) {
+		t, err = id.verifier.Verify(token, id.keys.Load(), now)
+	}
+	if err != nil {
+		var e *idtoken.Error
+		errors.As(err, &e)
+		id.hook().refused(string(e.Reason))
+		g := grant{}
+		if e.Reason == idtoken.Expired {
+			g.expires = now // lapsed: what a stream it opened ends with
+		}
+		return g, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "%s", e.Error())
+	}
+	p, aerr := id.principal(t)
+	if aerr != nil {
+		id.hook().refused("actor")
+		return grant{}, aerr
+	}
+	return grant{p: p, expires: t.Expires.Add(id.verifier.Leeway)}, nil
+}
+
+// principal maps a verified token's claims to the actor and roles.
+func (id *Identity) principal(t *idtoken.Token) (Principal, *Error) {
+	v, ok := claim(t.Claims, id.cfg.ActorClaim)
+	actor, isString := v.(string)
+	switch {
+	case !ok:
+		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "identity token: no claim %q to name the actor by", id.cfg.ActorClaim)
+	case !isString || !cjson.ValidID(actor):
+		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "identity token: the claim %q is not an actor name (a letter or digit, then letters, digits and . _ : / -, at most %d): choose another actor_claim", id.cfg.ActorClaim, cjson.MaxIDLength)
+	}
+	var values []string
+	if v, ok := claim(t.Claims, id.cfg.RolesClaim); ok {
+		switch v := v.(type) {
+		case string:
+			values = strings.Fields(v)
+		case []any:
+			for _, e := range v {
+				if s, ok := e.(string); ok {
+					values = append(values, s)
+				}
+			}
+		}
+	}
+	var roles []string
+	for _, val := range values {
+		switch {
+		case id.cfg.Roles != nil:
+			roles = append(roles, id.cfg.Roles[val]...)
+		case slices.Contains(Roles, val):
+			roles = append(roles, val)
+		}
+	}
+	slices.Sort(roles)
+	return Principal{Actor: actor, Roles: slices.Compact(roles)}, nil
+}
+
+// claim finds a claim by name, or by JSON pointer when name starts with
+// "/" (a claim in an object, as Keycloak's /realm_access/roles).
+func claim(claims map[string]any, name string) (any, bool) {
+	if !strings.HasPrefix(name, "/") {
+		v, ok := claims[name]
+		return v, ok
+	}
+	var cur any = claims
+	for _, step := range strings.Split(name[1:], "/") {
+		step = strings.ReplaceAll(strings.ReplaceAll(step, "~1", "/"), "~0", "~")
+		switch c := cur.(type) {
+		case map[string]any:
+			v, ok := c[step]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(step)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, false
+			}
+			cur = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// keyIDs names a key set's keys for the log.
+func keyIDs(ks *idtoken.KeySet) []string {
+	var ids []string
+	for _, k := range ks.Keys() {
+		ids = append(ids, k.ID)
+	}
+	return ids
+}

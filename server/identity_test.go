@@ -1,0 +1,334 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/internal/testidp"
+	"flrh.dev/flrh/runner"
+)
+
+// idToken is a token the provider p signs with s for a person (the
+// preferred_username claim) in groups (Keycloak's realm_access.roles),
+// valid from a minute ago for life.
+func idToken(p *testidp.Server, s *testidp.Signer, person string, life time.Duration, groups ...string) string {
+	now := time.Now()
+	return s.Token(map[string]any{
+		"iss": p.URL, "aud": "flrh", "sub": "id-" + person, "preferred_username": person,
+		"iat": now.Add(-time.Minute).Unix(), "exp": now.Add(life).Unix(),
+		"realm_access": map[string]any{"roles": groups},
+	}, nil)
+}
+
+// identityConfig is the provider p's configuration for the tests: the
+// person's name from preferred_username, groups mapped to roles.
+func identityConfig(t *testing.T, p *testidp.Server, extra string) *IdentityConfig {
+	t.Helper()
+	cfg, err := ParseIdentityConfig([]byte(`{"issuer":"`+p.URL+`","audience":"flrh","actor_claim":"preferred_username",
+ "roles_claim":"/realm_access/roles","roles":{"payments-approvers":["approver"],"sre":["operator","viewer"]}`+extra+`}`), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func newIdentity(t *testing.T, cfg *IdentityConfig) *Identity {
+	t.Helper()
+	id, err := NewIdentity(context.Background(), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func withIdentity(id *Identity) fixtureOption {
+	return func(_ *runner.Config, c *Config) { c.Identity = id }
+}
+
+func TestParseIdentityConfig(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, text, says string
+	}{
+		{"no issuer", `{"audience":"flrh"}`, "issuer"},
+		{"no audience", `{"issuer":"https://idp.example.com"}`, "audience"},
+		{"an unknown member", `{"issuer":"https://idp.example.com","audience":"flrh","jwks":"x"}`, "jwks"},
+		{"both key sources", `{"issuer":"https://idp.example.com","audience":"flrh","jwks_uri":"https://idp.example.com/k","jwks_file":"k.json"}`, "/jwks_file: give the key set's address"},
+		{"discovery over http", `{"issuer":"http://idp.example.com","audience":"flrh"}`, "/issuer: \"http://idp.example.com\": keys are fetched over https"},
+		{"keys over http", `{"issuer":"https://idp.example.com","audience":"flrh","jwks_uri":"http://10.0.0.1/keys"}`, "/jwks_uri"},
+		{"issuer not a URL", `{"issuer":"idp","audience":"flrh"}`, "not an absolute URL"},
+		{"a role flrh lacks", `{"issuer":"https://idp.example.com","audience":"flrh","roles":{"admins":["admin"]}}`, "/roles/admins/0"},
+		{"a group granting nothing", `{"issuer":"https://idp.example.com","audience":"flrh","roles":{"admins":[]}}`, "/roles/admins"},
+		{"leeway of ten minutes", `{"issuer":"https://idp.example.com","audience":"flrh","leeway_seconds":600}`, "/leeway_seconds"},
+		{"refresh every second", `{"issuer":"https://idp.example.com","audience":"flrh","refresh_seconds":1}`, "/refresh_seconds"},
+		{"HS256", `{"issuer":"https://idp.example.com","audience":"flrh","algorithms":["HS256"]}`, "/algorithms/0"},
+		{"an empty pointer step", `{"issuer":"https://idp.example.com","audience":"flrh","roles_claim":"/realm_access//roles"}`, "/roles_claim"},
+		{"not JSON", `{"issuer":`, "identity provider"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := ParseIdentityConfig([]byte(c.text), dir)
+			if err == nil || cfg != nil || !strings.Contains(err.Error(), c.says) || !strings.HasPrefix(err.Error(), "identity provider: ") {
+				t.Fatalf("got %v, want an error saying %q", err, c.says)
+			}
+		})
+	}
+	cfg, err := ParseIdentityConfig([]byte(`{"issuer":"https://idp.example.com","audience":"flrh","jwks_file":"keys/jwks.json","leeway_seconds":0}`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.JWKSFile != filepath.Join(dir, "keys/jwks.json") || cfg.ActorClaim != "sub" || cfg.RolesClaim != "roles" || cfg.RefreshEvery() != time.Hour || cfg.verifier().Leeway != 0 {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	cfg, _ = ParseIdentityConfig([]byte(`{"issuer":"http://127.0.0.1:9/realm","audience":"flrh"}`), dir)
+	if cfg == nil || cfg.verifier().Leeway != time.Minute {
+		t.Fatalf("a loopback issuer over http, the default leeway: %+v", cfg)
+	}
+}
+
+// TestIdentityAuthenticates: the provider's tokens authenticate callers
+// beside the token file's, their actor and roles read from the claims;
+// every refusal says why without the token; a key rotated in is fetched
+// when a token first names it, and a made-up key id cannot make the
+// server fetch again and again.
+func TestIdentityAuthenticates(t *testing.T) {
+	k1 := testidp.MustSigner(t, "ES256", "k1")
+	k2 := testidp.MustSigner(t, "EdDSA", "k2")
+	stranger := testidp.MustSigner(t, "ES256", "k9")
+	p := testidp.NewServer(t, k1)
+	id := newIdentity(t, identityConfig(t, p, ""))
+	f := newFixture(t, tokenFileText, withIdentity(id))
+	if p.Fetches() != 1 {
+		t.Fatalf("%d fetches at start", p.Fetches())
+	}
+
+	whoami := func(token string) (int, map[string]any, string) {
+		t.Helper()
+		a := f.get("/v1/whoami", token)
+		if a.status != 200 {
+			var e struct{ Error struct{ Message string } }
+			json.Unmarshal(a.body, &e)
+			if strings.Contains(string(a.body), token) {
+				t.Fatalf("the answer repeats the token: %s", a.body)
+			}
+			return a.status, nil, e.Error.Message
+		}
+		return a.status, a.json(t), string(a.body)
+	}
+	hour := time.Hour
+	for _, c := range []struct {
+		name   string
+		token  string
+		status int
+		actor  string
+		roles  string
+		says   string
+	}{
+		{"an approver", idToken(p, k1, "alice", hour, "payments-approvers", "offline_access"), 200, "alice", "[approver]", ""},
+		{"two groups", idToken(p, k1, "sam", hour, "sre", "payments-approvers"), 200, "sam", "[approver operator viewer]", ""},
+		{"the token file's still", tokOperator, 200, "oscar", "[operator]", ""},
+		{"expired", idToken(p, k1, "alice", -2*time.Minute, "payments-approvers"), 401, "", "", "identity token: the token expired at"},
+		{"no group flrh knows", idToken(p, k1, "eve", hour, "staff"), 403, "", "", "actor eve (roles ) may not read"},
+		{"an e-mail for a name", idToken(p, k1, "alice@example.com", hour, "sre"), 401, "", "", `the claim "preferred_username" is not an actor name`},
+		{"another audience", k1.Token(map[string]any{"iss": p.URL, "aud": "grafana", "preferred_username": "alice", "exp": time.Now().Add(hour).Unix()}, nil), 401, "", "", `for "grafana", not for "flrh"`},
+		{"another provider", k1.Token(map[string]any{"iss": "https://evil.example", "aud": "flrh", "preferred_username": "alice", "exp": time.Now().Add(hour).Unix()}, nil), 401, "", "", "issued by"},
+		{"signed by a stranger under k1", func() string { s := *stranger; s.Kid = "k1"; return idToken(p, &s, "alice", hour, "sre") }(), 401, "", "", "does not verify"},
+		{"HS256", testidp.MustSigner(t, "EdDSA", "k1").SignRaw([]byte(`{"alg":"HS256","kid":"k1"}`), []byte(`{}`)), 401, "", "", `"HS256" is not accepted`},
+		{"dots, not a JWT", "not.a.jwt", 401, "", "", "header is not unpadded base64url"},
+		{"neither", tokUnknown, 401, "", "", "unknown token"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, who, body := whoami(c.token)
+			if status != c.status {
+				t.Fatalf("%d %s", status, body)
+			}
+			if status == 200 {
+				if who["actor"] != c.actor || fmt.Sprint(who["roles"]) != c.roles {
+					t.Fatalf("whoami %s, want %s %s", body, c.actor, c.roles)
+				}
+				return
+			}
+			if !strings.Contains(body, c.says) {
+				t.Fatalf("%s does not say %q", body, c.says)
+			}
+		})
+	}
+
+	// A key rotated in: the first token naming it fetches the key set
+	// again, and is accepted. (The fetch at start was moments ago: the
+	// wait between fetches is shortened here, and restored below.)
+	id.refetchAfter = 0
+	p.Publish(k1, k2)
+	if status, who, body := whoami(idToken(p, k2, "bob", hour, "payments-approvers")); status != 200 || who["actor"] != "bob" {
+		t.Fatalf("a rotated key: %d %s", status, body)
+	}
+	if p.Fetches() != 2 {
+		t.Fatalf("%d fetches after a new key", p.Fetches())
+	}
+	// A made-up key id, right after: refused, and no fetch.
+	id.refetchAfter = minRefetch
+	if status, _, body := whoami(idToken(p, stranger, "mallory", hour, "sre")); status != 401 || !strings.Contains(body, `no key "k9"`) {
+		t.Fatalf("an unknown key: %d %s", status, body)
+	}
+	if p.Fetches() != 2 {
+		t.Fatalf("%d fetches after an unknown key within %s", p.Fetches(), minRefetch)
+	}
+	metrics := string(f.get("/metrics", tokViewer).body)
+	for _, want := range []string{
+		`flrh_identity_tokens_refused_total{reason="expired"} 1`,
+		`flrh_identity_tokens_refused_total{reason="actor"} 1`,
+		`flrh_identity_tokens_refused_total{reason="unknown_key"} 1`,
+		`flrh_identity_tokens_refused_total{reason="bad_signature"} 1`,
+		`flrh_identity_key_set_fetches_total{outcome="ok"} 1`, // the one after start
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// TestIdentityStreamsEnd: a stream opened with a provider's token ends
+// when the token expires ("event: expired"), and when the provider
+// withdraws the key that signed it ("event: revoked"), at the next fetch
+// of its key set.
+func TestIdentityStreamsEnd(t *testing.T) {
+	k1 := testidp.MustSigner(t, "ES256", "k1")
+	k2 := testidp.MustSigner(t, "ES256", "k2")
+	p := testidp.NewServer(t, k1, k2)
+	id := newIdentity(t, identityConfig(t, p, `,"leeway_seconds":0`))
+	f := newFixture(t, tokenFileText, withIdentity(id))
+	if a := f.post("/v1/runs", tokOperator, startBody("held", largeRefund)); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	f.waitFor("held", tokViewer, "an approval wait", waiting)
+
+	// exp has a second's grain: the token lapses at the second after next.
+	exp := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	short := k2.Token(map[string]any{"iss": p.URL, "aud": "flrh", "preferred_username": "vera", "exp": exp.Unix(), "realm_access": map[string]any{"roles": []string{"sre"}}}, nil)
+	expiring := f.openStream("held", short)
+	select {
+	case msgs := <-expiring:
+		if last := msgs[len(msgs)-1]; last.event != "expired" || last.at.Before(exp) {
+			t.Fatalf("the stream ended with %q at %v, the token expiring at %v", last.event, last.at, exp)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream of an expired token is still open")
+	}
+
+	long := idToken(p, k1, "vera", time.Hour, "sre")
+	withdrawn := f.openStream("held", long)
+	kept := f.openStream("held", idToken(p, k2, "walt", time.Hour, "sre"))
+	p.Publish(k2)
+	if err := f.server.RefreshIdentity(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msgs := <-withdrawn:
+		if last := msgs[len(msgs)-1]; last.event != "revoked" {
+			t.Fatalf("the stream ended with %q", last.event)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream of a withdrawn key's token is still open")
+	}
+	if a := f.get("/v1/runs/held", long); a.status != 401 {
+		t.Fatalf("a withdrawn key's token: %d", a.status)
+	}
+	select {
+	case msgs := <-kept:
+		t.Fatalf("the stream of a kept key's token ended: %v", msgs)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// TestIdentityKeySetSources: keys from a file; a provider that cannot be
+// reached, answers an error, or whose discovery names another issuer is
+// refused at start; a failed fetch later keeps the keys in use.
+func TestIdentityKeySetSources(t *testing.T) {
+	k1 := testidp.MustSigner(t, "EdDSA", "k1")
+	p := testidp.NewServer(t, k1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "jwks.json"), testidp.KeySet(k1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := ParseIdentityConfig([]byte(`{"issuer":"https://idp.example.com","audience":"flrh","jwks_file":"jwks.json"}`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := NewIdentity(context.Background(), fromFile, nil, nil); err != nil || len(id.Keys().Keys()) != 1 || p.Fetches() != 0 {
+		t.Fatalf("keys from a file: %v", err)
+	}
+
+	refuse := func(name string, cfg *IdentityConfig, says string) {
+		t.Helper()
+		if id, err := NewIdentity(context.Background(), cfg, nil, nil); err == nil || id != nil || !strings.Contains(err.Error(), says) {
+			t.Fatalf("%s: %v, want %q", name, err, says)
+		}
+	}
+	other := *fromFile
+	other.JWKSFile = filepath.Join(dir, "missing.json")
+	refuse("a missing file", &other, "the key set file")
+	mismatch := *identityConfig(t, p, "")
+	mismatch.Issuer += "/"
+	refuse("discovery naming another issuer", &mismatch, "names the issuer")
+	p.PublishRaw([]byte(`{"keys":[{"kty":"RSA","d":"x"}]}`), 200)
+	refuse("a private key published", identityConfig(t, p, ""), "private or secret key material")
+	p.PublishRaw([]byte(`{"keys":[{"kty":"OKP","crv":"X25519","x":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}]}`), 200)
+	refuse("no key that verifies", identityConfig(t, p, ""), "holds no key that verifies tokens")
+	p.PublishRaw([]byte(`{}`), http.StatusServiceUnavailable)
+	refuse("an error answered", identityConfig(t, p, ""), "503 Service Unavailable")
+	gone := testidp.NewServer(t, k1)
+	cfgGone := identityConfig(t, gone, "")
+	gone.Close()
+	refuse("nobody answering", cfgGone, "GET "+gone.URL+"/.well-known/openid-configuration")
+
+	p.Publish(k1)
+	id := newIdentity(t, identityConfig(t, p, ""))
+	f := newFixture(t, tokenFileText, withIdentity(id))
+	p.PublishRaw([]byte(`oops`), 200)
+	if err := f.server.RefreshIdentity(context.Background()); err == nil || !strings.Contains(err.Error(), "not JSON") {
+		t.Fatalf("a broken key set: %v", err)
+	}
+	if a := f.get("/v1/whoami", idToken(p, k1, "alice", time.Hour, "sre")); a.status != 200 {
+		t.Fatalf("the keys in use are kept: %d %s", a.status, a.body)
+	}
+	if m := string(f.get("/metrics", tokViewer).body); !strings.Contains(m, `flrh_identity_key_set_fetches_total{outcome="failed"} 1`) {
+		t.Fatal("the failed fetch is not counted")
+	}
+}
+
+// TestSetIdentity: a provider is replaced, never given to a server
+// started without one nor taken from one started with it.
+func TestSetIdentity(t *testing.T) {
+	k1 := testidp.MustSigner(t, "EdDSA", "k1")
+	p := testidp.NewServer(t, k1)
+	id := newIdentity(t, identityConfig(t, p, ""))
+	without := newFixture(t, tokenFileText)
+	if err := without.server.SetIdentity(id); err == nil {
+		t.Fatal("an identity provider given to a server started without one")
+	}
+	with := newFixture(t, tokenFileText, withIdentity(id))
+	if err := with.server.SetIdentity(nil); err == nil {
+		t.Fatal("the identity provider taken away")
+	}
+	// Replaced by one that maps no group: the same token reads no more.
+	tok := idToken(p, k1, "alice", time.Hour, "sre")
+	if a := with.get("/v1/whoami", tok); a.status != 200 {
+		t.Fatalf("%d", a.status)
+	}
+	cfg, err := ParseIdentityConfig([]byte(`{"issuer":"`+p.URL+`","audience":"flrh","actor_claim":"preferred_username"}`), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := with.server.SetIdentity(newIdentity(t, cfg)); err != nil {
+		t.Fatal(err)
+	}
+	if a := with.get("/v1/whoami", tok); a.status != 403 {
+		t.Fatalf("after replacement: %d %s", a.status, a.body)
+	}
+}

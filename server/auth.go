@@ -170,6 +170,9 @@ func (t *Tokens) Len() int {
 // lookup finds what a presented token grants. Comparing digests keeps
 // the time taken independent of how much of a guess was right.
 func (t *Tokens) lookup(token string) (grant, bool) {
+	if t == nil {
+		return grant{}, false
+	}
 	d := sha256.Sum256([]byte(token))
 	for k, g := range t.byDigest {
 		if subtle.ConstantTimeCompare(k[:], d[:]) == 1 {

@@ -312,6 +312,17 @@ func TestSetIdentity(t *testing.T) {
 	if err := without.server.SetIdentity(id); err == nil {
 		t.Fatal("an identity provider given to a server started without one")
 	}
+	// A provider alone, no token file: its tokens authenticate, and a
+	// loopback caller without one is refused, not served as "local".
+	only := newFixture(t, "", withIdentity(id))
+	if a := only.get("/v1/whoami", idToken(p, k1, "alice", time.Hour, "sre")); a.status != 200 || !strings.Contains(string(a.body), `"actor":"alice"`) {
+		t.Fatalf("a provider's token, no token file: %d %s", a.status, a.body)
+	}
+	for _, tok := range []string{"", tokOperator} {
+		if a := only.get("/v1/whoami", tok); a.status != 401 {
+			t.Fatalf("token %q, no token file: %d %s", tok, a.status, a.body)
+		}
+	}
 	with := newFixture(t, tokenFileText, withIdentity(id))
 	if err := with.server.SetIdentity(nil); err == nil {
 		t.Fatal("the identity provider taken away")

@@ -214,7 +214,11 @@ func (v Verifier) readHeader(h map[string]json.RawMessage) (alg, kid string, err
 // the algorithm.
 func choose(keys *KeySet, alg, kid string) (Key, error) {
 	var named, fitting []Key
-	for _, k := range keys.Keys() {
+	var all []Key
+	if keys != nil {
+		all = keys.keys
+	}
+	for _, k := range all {
 		if kid != "" && k.ID != kid {
 			continue
 		}

@@ -343,3 +343,53 @@ func TestSetIdentity(t *testing.T) {
 		t.Fatalf("after replacement: %d %s", a.status, a.body)
 	}
 }
+
+// TestIdentityRemembersVerifiedTokens: a token verified once is taken
+// from memory after (the verifier, changed behind its back here, is not
+// asked again) until the key set changes or the token expires; the
+// memory is bounded.
+func TestIdentityRemembersVerifiedTokens(t *testing.T) {
+	k1 := testidp.MustSigner(t, "EdDSA", "k1")
+	k2 := testidp.MustSigner(t, "EdDSA", "k2")
+	p := testidp.NewServer(t, k1)
+	id := newIdentity(t, identityConfig(t, p, `,"leeway_seconds":0`))
+	ctx := context.Background()
+	tok := idToken(p, k1, "alice", time.Hour, "sre")
+	now := time.Now()
+	if g, err := id.grant(ctx, tok, now); err != nil || g.p.Actor != "alice" {
+		t.Fatalf("%v %v", g, err)
+	}
+	id.verifier.Audience = "someone-else"
+	if g, err := id.grant(ctx, tok, now); err != nil || g.p.Actor != "alice" {
+		t.Fatalf("remembered: %v %v", g, err)
+	}
+	if _, err := id.grant(ctx, tok, now.Add(2*time.Hour)); err == nil {
+		t.Fatal("a remembered token past its expiry")
+	}
+	id.verifier.Audience = "flrh"
+	// The same keys fetched again: still remembered.
+	if err := id.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id.verifier.Audience = "someone-else"
+	if _, err := id.grant(ctx, tok, now); err != nil {
+		t.Fatalf("the same key set fetched again forgot the token: %v", err)
+	}
+	// Other keys: verified afresh.
+	p.Publish(k1, k2)
+	if err := id.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := id.grant(ctx, tok, now); err == nil {
+		t.Fatal("a new key set, yet the token was taken from memory")
+	}
+	id.verifier.Audience = "flrh"
+	for i := range verifiedCap + 10 {
+		if _, err := id.grant(ctx, k1.Token(map[string]any{"iss": p.URL, "aud": "flrh", "preferred_username": fmt.Sprint("p", i), "exp": now.Add(time.Hour).Unix()}, nil), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(id.verified); n > verifiedCap {
+		t.Fatalf("%d tokens remembered", n)
+	}
+}

@@ -25,6 +25,7 @@ const (
 	TypeUnavailable      = "unavailable"            // 503: the store is busy or the server is full
 	TypeInternal         = "internal"               // 500
 	TypeGone             = "gone"                   // 410: the run was pruned; its record is in an archive
+	TypeUpstream         = "upstream"               // 502: a service the server relies on (the identity provider) failed
 )
 
 // Error is an API failure: an HTTP status, a type from the list above, a

@@ -29,6 +29,9 @@ var routes = []route{
 	{Method: "GET", Pattern: "/readyz", Perm: permPublic, handle: (*Server).ready},
 	{Method: "GET", Pattern: "/metrics", Perm: permRead, handle: (*Server).serveMetrics},
 	{Method: "GET", Pattern: "/v1/whoami", Perm: permRead, handle: (*Server).whoami},
+	// Sign-in to the web UI through the identity provider (login.go).
+	{Method: "GET", Pattern: "/v1/login", Perm: permPublic, handle: (*Server).loginInfo},
+	{Method: "POST", Pattern: "/v1/login/token", Perm: permPublic, Body: "login_token", handle: (*Server).loginToken},
 	{Method: "GET", Pattern: "/v1/workflows", Perm: permRead, handle: (*Server).listWorkflows},
 	{Method: "GET", Pattern: "/v1/runs", Perm: permRead, handle: (*Server).listRuns},
 	{Method: "GET", Pattern: "/v1/approvals", Perm: permRead, handle: (*Server).listApprovals},

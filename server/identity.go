@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -59,6 +60,18 @@ type IdentityConfig struct {
 	LeewaySeconds      *int                `json:"leeway_seconds,omitempty"`
 	MaxLifetimeSeconds int                 `json:"max_lifetime_seconds,omitempty"`
 	RefreshSeconds     int                 `json:"refresh_seconds,omitempty"`
+	Login              *LoginConfig        `json:"login,omitempty"`
+}
+
+// LoginConfig lets people sign in to the web UI through the provider
+// (see login.go).
+type LoginConfig struct {
+	ClientID              string `json:"client_id"`
+	ClientSecretEnv       string `json:"client_secret_env,omitempty"`
+	Scope                 string `json:"scope,omitempty"`
+	Token                 string `json:"token,omitempty"`
+	AuthorizationEndpoint string `json:"authorization_endpoint,omitempty"`
+	TokenEndpoint         string `json:"token_endpoint,omitempty"`
 }
 
 // ParseIdentityConfig reads an identity provider's configuration. dir is
@@ -90,6 +103,19 @@ func ParseIdentityConfig(data []byte, dir string) (*IdentityConfig, error) {
 		if strings.HasPrefix(claim.v, "/") && slices.Contains(strings.Split(claim.v[1:], "/"), "") {
 			return nil, bad(claim.ptr, "%q is not a JSON pointer to a claim: an empty step", claim.v)
 		}
+	}
+	if l := c.Login; l != nil {
+		for _, e := range []struct{ ptr, v string }{{"/login/authorization_endpoint", l.AuthorizationEndpoint}, {"/login/token_endpoint", l.TokenEndpoint}} {
+			if e.v == "" {
+				if c.JWKSURI != "" || c.JWKSFile != "" {
+					return nil, bad(e.ptr, "needed when the keys are not found by discovery")
+				}
+			} else if err := fetchable(e.v); err != nil {
+				return nil, bad(e.ptr, "%v", err)
+			}
+		}
+		l.Scope = cmp.Or(l.Scope, "openid")
+		l.Token = cmp.Or(l.Token, "id_token")
 	}
 	if c.ActorClaim == "" {
 		c.ActorClaim = "sub"
@@ -155,6 +181,12 @@ type Identity struct {
 	// tokens opened).
 	hooks atomic.Pointer[identityHooks]
 
+	// login is where people sign in (nil without cfg.Login): the
+	// configuration's endpoints, else the discovery document's as last
+	// fetched; clientSecret is read from cfg.Login.ClientSecretEnv.
+	login        atomic.Pointer[loginEndpoints]
+	clientSecret string
+
 	// verified remembers tokens verified, by their SHA-256, so that a
 	// person's many requests with one token pay for its signature once
 	// (60–120 µs; the lookup is a map's). An entry holds only while the key
@@ -206,6 +238,9 @@ func NewIdentity(ctx context.Context, cfg *IdentityConfig, client *http.Client, 
 	}
 	if len(id.keys.Load().Keys()) == 0 {
 		return nil, fmt.Errorf("identity provider %s: its key set holds no key that verifies tokens", cfg.Issuer)
+	}
+	if err := id.prepareLogin(); err != nil {
+		return nil, err
 	}
 	return id, nil
 }
@@ -283,8 +318,10 @@ func (id *Identity) keySetBytes(ctx context.Context) ([]byte, error) {
 			return nil, err
 		}
 		var doc struct {
-			Issuer  string `json:"issuer"`
-			JWKSURI string `json:"jwks_uri"`
+			Issuer                string `json:"issuer"`
+			JWKSURI               string `json:"jwks_uri"`
+			AuthorizationEndpoint string `json:"authorization_endpoint"`
+			TokenEndpoint         string `json:"token_endpoint"`
 		}
 		if err := json.Unmarshal(data, &doc); err != nil {
 			return nil, fmt.Errorf("%s: not a discovery document", disc)
@@ -298,6 +335,9 @@ func (id *Identity) keySetBytes(ctx context.Context) ([]byte, error) {
 			return nil, fmt.Errorf("%s: jwks_uri %w", disc, err)
 		}
 		uri = doc.JWKSURI
+		if err := id.learnEndpoints(doc.AuthorizationEndpoint, doc.TokenEndpoint, disc); err != nil {
+			return nil, err
+		}
 	}
 	return id.get(ctx, uri)
 }

@@ -23,6 +23,7 @@ var bodySchemaNames = map[string]string{
 	"release":      "Release",
 	"choose":       "Choose",
 	"mrp":          "MRPTransition",
+	"login_token":  "LoginToken",
 }
 
 // OpenAPI returns the API's OpenAPI 3.1 document: the hand-written

@@ -11,15 +11,20 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 var b64 = base64.RawURLEncoding
@@ -195,17 +200,38 @@ type Server struct {
 	keySet  []byte
 	status  int
 	fetches atomic.Int64
+
+	// Sign-in (/authorize, /token): the client it knows, the person who
+	// signs in (no page asks), and the codes handed out.
+	signer       *Signer
+	ClientID     string
+	ClientSecret string // when set, /token requires it (HTTP basic)
+	person       string
+	groups       []string
+	codes        map[string]grantedCode
+	exchanges    atomic.Int64
+}
+
+type grantedCode struct {
+	challenge, redirect, person string
+	groups                      []string
 }
 
 // NewServer starts a provider publishing signers' keys; it stops with
 // the test.
 func NewServer(t testing.TB, signers ...*Signer) *Server {
-	s := &Server{keySet: KeySet(signers...), status: http.StatusOK}
+	s := &Server{keySet: KeySet(signers...), status: http.StatusOK, ClientID: "flrh-ui", codes: map[string]grantedCode{}}
+	if len(signers) > 0 {
+		s.signer = signers[0]
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"issuer": s.URL, "jwks_uri": s.URL + "/jwks"})
+		json.NewEncoder(w).Encode(map[string]any{"issuer": s.URL, "jwks_uri": s.URL + "/jwks",
+			"authorization_endpoint": s.URL + "/authorize", "token_endpoint": s.URL + "/token"})
 	})
+	mux.HandleFunc("GET /authorize", s.authorize)
+	mux.HandleFunc("POST /token", s.token)
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
 		s.fetches.Add(1)
 		s.mu.Lock()
@@ -233,3 +259,92 @@ func (s *Server) PublishRaw(body []byte, status int) {
 
 // Fetches counts the requests for the key set.
 func (s *Server) Fetches() int { return int(s.fetches.Load()) }
+
+// SignInAs makes the next sign-ins be person's, a member of groups.
+func (s *Server) SignInAs(person string, groups ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.person, s.groups = person, groups
+}
+
+// Exchanges counts the codes exchanged at /token.
+func (s *Server) Exchanges() int { return int(s.exchanges.Load()) }
+
+// authorize signs the person in at once and sends them back with a code
+// (RFC 6749 §4.1.2), or with an error when the request is not one a
+// provider would take.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	back, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil || back.Host == "" || q.Get("client_id") != s.ClientID {
+		http.Error(w, "unknown client or redirect", http.StatusBadRequest)
+		return
+	}
+	v := url.Values{"state": {q.Get("state")}}
+	switch {
+	case q.Get("response_type") != "code":
+		v.Set("error", "unsupported_response_type")
+	case q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43:
+		v.Set("error", "invalid_request")
+		v.Set("error_description", "PKCE with S256 is required")
+	case !strings.Contains(" "+q.Get("scope")+" ", " openid "):
+		v.Set("error", "invalid_scope")
+	default:
+		s.mu.Lock()
+		code := fmt.Sprintf("code-%d-%s", len(s.codes), q.Get("state"))
+		s.codes[code] = grantedCode{challenge: q.Get("code_challenge"), redirect: back.String(), person: s.person, groups: s.groups}
+		s.mu.Unlock()
+		v.Set("code", code)
+	}
+	back.RawQuery = v.Encode()
+	http.Redirect(w, r, back.String(), http.StatusFound)
+}
+
+// token exchanges a code once (RFC 6749 §4.1.3, RFC 7636 §4.6), answering
+// an ID token for the client and an access token.
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	fail := func(code, why string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": why})
+	}
+	if err := r.ParseForm(); err != nil {
+		fail("invalid_request", "not a form")
+		return
+	}
+	if s.ClientSecret != "" {
+		// RFC 6749 §2.3.1: each form-urlencoded, then HTTP basic.
+		id, secret, ok := r.BasicAuth()
+		id, err1 := url.QueryUnescape(id)
+		secret, err2 := url.QueryUnescape(secret)
+		if !ok || err1 != nil || err2 != nil || id != s.ClientID || secret != s.ClientSecret {
+			fail("invalid_client", "client authentication failed")
+			return
+		}
+	}
+	s.mu.Lock()
+	g, ok := s.codes[r.PostForm.Get("code")]
+	delete(s.codes, r.PostForm.Get("code"))
+	s.mu.Unlock()
+	sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+	switch {
+	case r.PostForm.Get("grant_type") != "authorization_code":
+		fail("unsupported_grant_type", "")
+	case !ok:
+		fail("invalid_grant", "unknown or used code")
+	case r.PostForm.Get("client_id") != s.ClientID || r.PostForm.Get("redirect_uri") != g.redirect:
+		fail("invalid_grant", "the client or redirect_uri differ")
+	case b64.EncodeToString(sum[:]) != g.challenge:
+		fail("invalid_grant", "PKCE verification failed")
+	default:
+		s.exchanges.Add(1)
+		now := time.Now()
+		claims := map[string]any{"iss": s.URL, "aud": s.ClientID, "sub": "u-" + g.person, "preferred_username": g.person,
+			"iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(), "realm_access": map[string]any{"roles": g.groups}}
+		access := maps.Clone(claims)
+		access["aud"] = "account"
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"token_type": "Bearer", "expires_in": 300,
+			"id_token": s.signer.Token(claims, nil), "access_token": s.signer.Token(access, map[string]any{"typ": "at+jwt"})})
+	}
+}

@@ -1,0 +1,210 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"flrh.dev/flrh/server/webui"
+)
+
+// Sign-in to the web UI through the identity provider: the OAuth 2.0
+// authorization code flow with PKCE (RFC 7636), the code exchanged by the
+// server. The UI asks GET /v1/login where to send the person, sends them
+// there with an S256 challenge of a verifier it keeps, and is sent back
+// to /ui/ with a code; POST /v1/login/token exchanges the code and the
+// verifier at the provider's token endpoint (with the client's secret, for
+// a confidential client) and answers the token, verified as any bearer
+// token is. The exchange is the server's so that the UI's connections stay
+// on its own origin (its Content-Security-Policy admits no other) and a
+// client secret never reaches a browser.
+
+// loginEndpoints are where people sign in and where codes are exchanged.
+type loginEndpoints struct {
+	authorization, token string
+}
+
+// learnEndpoints puts the sign-in endpoints in place: the configuration's
+// where it names them, else those a discovery document (at disc)
+// published.
+func (id *Identity) learnEndpoints(authorization, token, disc string) error {
+	l := id.cfg.Login
+	if l == nil {
+		return nil
+	}
+	ep := loginEndpoints{cmp.Or(l.AuthorizationEndpoint, authorization), cmp.Or(l.TokenEndpoint, token)}
+	for _, e := range []struct{ name, v string }{{"authorization_endpoint", ep.authorization}, {"token_endpoint", ep.token}} {
+		if e.v == "" {
+			return fmt.Errorf("%s names no %s, which sign-in needs", disc, e.name)
+		}
+		if err := fetchable(e.v); err != nil {
+			return fmt.Errorf("%s: %s %w", disc, e.name, err)
+		}
+	}
+	id.login.Store(&ep)
+	return nil
+}
+
+// prepareLogin completes sign-in's set-up once the keys are fetched: the
+// endpoints the configuration names when no discovery gave them, and the
+// client's secret.
+func (id *Identity) prepareLogin() error {
+	l := id.cfg.Login
+	if l == nil {
+		return nil
+	}
+	if id.login.Load() == nil {
+		if err := id.learnEndpoints("", "", "the configuration"); err != nil {
+			return fmt.Errorf("identity provider %s: %w", id.cfg.Issuer, err)
+		}
+	}
+	if l.ClientSecretEnv != "" {
+		if id.clientSecret = os.Getenv(l.ClientSecretEnv); id.clientSecret == "" {
+			return fmt.Errorf("identity provider %s: login.client_secret_env: %s is not set", id.cfg.Issuer, l.ClientSecretEnv)
+		}
+	}
+	return nil
+}
+
+// LoginInfo is GET /v1/login's answer: where the web UI sends a person to
+// sign in.
+type LoginInfo struct {
+	Issuer                string `json:"issuer"`
+	AuthorizationEndpoint string `json:"authorization_endpoint"`
+	ClientID              string `json:"client_id"`
+	Scope                 string `json:"scope"`
+	// RedirectPath is where the provider must send the person back to on
+	// this server: the web UI.
+	RedirectPath string `json:"redirect_path"`
+}
+
+// LoginToken is the body of POST /v1/login/token.
+type LoginToken struct {
+	Code         string `json:"code"`
+	CodeVerifier string `json:"code_verifier"`
+	RedirectURI  string `json:"redirect_uri"`
+}
+
+// SignedIn is POST /v1/login/token's answer: the token to present, and
+// who it says the person is.
+type SignedIn struct {
+	Token     string   `json:"token"`
+	Actor     string   `json:"actor"`
+	Roles     []string `json:"roles"`
+	ExpiresAt string   `json:"expires_at"`
+}
+
+// signIn returns the identity provider people sign in through, or the
+// 404 a server without one answers.
+func (s *Server) signIn() (*Identity, *loginEndpoints, error) {
+	if id := s.identity.Load(); id != nil && id.cfg.Login != nil {
+		if ep := id.login.Load(); ep != nil {
+			return id, ep, nil
+		}
+	}
+	return nil, nil, apiErr(http.StatusNotFound, TypeNotFound, "", "this server has no sign-in through an identity provider: present a token")
+}
+
+func (s *Server) loginInfo(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	id, ep, err := s.signIn()
+	if err != nil {
+		return err
+	}
+	l := id.cfg.Login
+	writeJSON(w, http.StatusOK, LoginInfo{Issuer: id.cfg.Issuer, AuthorizationEndpoint: ep.authorization, ClientID: l.ClientID, Scope: l.Scope, RedirectPath: webui.Prefix})
+	return nil
+}
+
+func (s *Server) loginToken(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	id, ep, err := s.signIn()
+	if err != nil {
+		return err
+	}
+	var req LoginToken
+	if err := s.decode(w, r, "login_token", &req); err != nil {
+		return err
+	}
+	// The code was sent to the web UI of this server, as the browser
+	// reached it; the provider checks that the address is the registered
+	// one, and that it is the one the sign-in began with.
+	if u, err := url.Parse(req.RedirectURI); err != nil || u.Host != r.Host || u.Path != webui.Prefix || u.RawQuery != "" || u.Fragment != "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/redirect_uri", "the web UI's own address is expected: SCHEME://%s%s", r.Host, webui.Prefix)
+	}
+	token, aerr := id.exchange(r.Context(), ep.token, req)
+	if aerr != nil {
+		return aerr
+	}
+	// Verified as every bearer token is, so that a provider whose tokens
+	// this server would refuse says so now, at sign-in.
+	g, aerr := id.verify(r.Context(), token, id.keys.Load(), time.Now())
+	if aerr != nil {
+		aerr.Message = "the identity provider's token is not one this server accepts: " + aerr.Message
+		return aerr
+	}
+	writeJSON(w, http.StatusOK, SignedIn{Token: token, Actor: g.p.Actor, Roles: nonNil(g.p.Roles), ExpiresAt: g.expires.UTC().Format(time.RFC3339)})
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// exchange trades an authorization code for the token the configuration
+// names (RFC 6749 §4.1.3, with RFC 7636's code_verifier).
+func (id *Identity) exchange(ctx context.Context, endpoint string, req LoginToken) (string, *Error) {
+	l := id.cfg.Login
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {req.Code}, "redirect_uri": {req.RedirectURI},
+		"code_verifier": {req.CodeVerifier}, "client_id": {l.ClientID}}
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint: %v", err)
+	}
+	hreq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	hreq.Header.Set("Accept", "application/json")
+	if id.clientSecret != "" {
+		hreq.SetBasicAuth(url.QueryEscape(l.ClientID), url.QueryEscape(id.clientSecret))
+	}
+	resp, err := id.client.Do(hreq)
+	if err != nil {
+		return "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint did not answer: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var answer struct {
+		IDToken     string `json:"id_token"`
+		AccessToken string `json:"access_token"`
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	json.Unmarshal(body, &answer)
+	if resp.StatusCode != http.StatusOK {
+		// RFC 6749 §5.2: a refused code is a 400 with an error code.
+		if answer.Error != "" {
+			return "", apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "the identity provider refused the sign-in: %s", strings.TrimSuffix(answer.Error+": "+answer.Description, ": "))
+		}
+		return "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint answered %s", resp.Status)
+	}
+	token := answer.IDToken
+	if l.Token == "access_token" {
+		token = answer.AccessToken
+	}
+	if token == "" {
+		return "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider answered no %s", l.Token)
+	}
+	return token, nil
+}

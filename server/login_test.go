@@ -90,7 +90,9 @@ func TestSignIn(t *testing.T) {
 	refused := func(name string, status int, typ, body, says string) {
 		t.Helper()
 		a := f.post("/v1/login/token", "", body)
-		var e struct{ Error struct{ Type, Message, Field string } }
+		var e struct {
+			Error struct{ Type, Message, Field string }
+		}
 		json.Unmarshal(a.body, &e)
 		if a.status != status || e.Error.Type != typ || !strings.Contains(e.Error.Message+" "+e.Error.Field, says) {
 			t.Fatalf("%s: %d %s, want %d %s saying %q", name, a.status, a.body, status, typ, says)

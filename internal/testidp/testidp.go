@@ -208,6 +208,7 @@ type Server struct {
 	ClientSecret string // when set, /token requires it (HTTP basic)
 	person       string
 	groups       []string
+	refuseWith   string
 	codes        map[string]grantedCode
 	exchanges    atomic.Int64
 }
@@ -267,6 +268,14 @@ func (s *Server) SignInAs(person string, groups ...string) {
 	s.person, s.groups = person, groups
 }
 
+// RefuseWith makes the next sign-ins be refused with the error code
+// (access_denied, say); "" lets them through again.
+func (s *Server) RefuseWith(code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuseWith = code
+}
+
 // Exchanges counts the codes exchanged at /token.
 func (s *Server) Exchanges() int { return int(s.exchanges.Load()) }
 
@@ -289,6 +298,9 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		v.Set("error_description", "PKCE with S256 is required")
 	case !strings.Contains(" "+q.Get("scope")+" ", " openid "):
 		v.Set("error", "invalid_scope")
+	case s.refusal() != "":
+		v.Set("error", s.refusal())
+		v.Set("error_description", "the person said no")
 	default:
 		s.mu.Lock()
 		code := fmt.Sprintf("code-%d-%s", len(s.codes), q.Get("state"))
@@ -347,4 +359,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"token_type": "Bearer", "expires_in": 300,
 			"id_token": s.signer.Token(claims, nil), "access_token": s.signer.Token(access, map[string]any{"typ": "at+jwt"})})
 	}
+}
+
+func (s *Server) refusal() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refuseWith
 }

@@ -94,6 +94,7 @@ type world struct {
 	blind  *atomic.Bool
 	ts     *httptest.Server // with tokens
 	open   *httptest.Server // the same runs, no tokens (loopback only)
+	serve  func(server.Config) *httptest.Server // another server of the same runs, configured further
 	shots  string
 	mu     sync.Mutex
 	errors []string // exceptions and console errors the pages raised
@@ -185,6 +186,16 @@ func newWorldWith(t testing.TB, wrap func(store.Store) store.Store) *world {
 	srv, ts := mk(tk)
 	openSrv, open := mk(nil)
 	w.ts, w.open = ts, open
+	w.serve = func(cfg server.Config) *httptest.Server {
+		cfg.Store, cfg.Runner, cfg.Catalog, cfg.Notifier, cfg.StreamPoll = wrapped, w.r, server.Static(wfs), notifier, 50*time.Millisecond
+		srv, err := server.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(srv)
+		t.Cleanup(func() { srv.Shutdown(); ts.Close() })
+		return ts
+	}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.WindowSize(1366, 768),
 		chromedp.NoSandbox, chromedp.DisableGPU)

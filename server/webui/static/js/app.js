@@ -6,6 +6,7 @@ import { replace } from './dom.js';
 import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { inboxPage, waitingApprovals } from './inbox.js';
+import { signInOffered, beginSignIn, finishSignIn } from './signin.js';
 
 const main = document.getElementById('main');
 const statusEl = document.getElementById('status');
@@ -95,10 +96,32 @@ document.getElementById('token-clear').addEventListener('click', () => {
   whoami().then(route);
 });
 
+// offerSignIn shows the sign-in button when the server offers sign-in
+// through an identity provider.
+async function offerSignIn() {
+  const button = document.getElementById('sign-in');
+  try {
+    const info = await signInOffered();
+    if (!info) return;
+    button.hidden = false;
+    button.onclick = () => beginSignIn(info).catch(sayError);
+  } catch (e) {
+    sayError(e);
+  }
+}
+
 window.addEventListener('hashchange', route);
-if (token()) document.getElementById('token-input').placeholder = 'token in use';
-inboxCount();
-setInterval(inboxCount, 5000);
-// The pages draw each act enabled or not by the caller's roles: know them
-// first.
-whoami().then(route);
+// A sign-in the provider sent the person back from is finished first: the
+// pages draw each act enabled or not by the caller's roles, so they wait
+// to know them; what the sign-in came to is said once the page is drawn
+// (drawing a page clears the status line).
+finishSignIn().then(
+  (got) => () => got && say(`signed in as ${got.actor}`),
+  (e) => () => sayError(e),
+).then((tell) => {
+  if (token()) document.getElementById('token-input').placeholder = 'token in use';
+  inboxCount();
+  setInterval(inboxCount, 5000);
+  offerSignIn();
+  return whoami().then(route).then(tell);
+});

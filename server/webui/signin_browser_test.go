@@ -1,0 +1,90 @@
+package webui_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"flrh.dev/flrh/internal/testidp"
+	"flrh.dev/flrh/server"
+)
+
+// Sign-in through an identity provider, in the browser: the UI of a
+// server with sign-in and no token file offers it; the person is sent to
+// the provider and back, the UI exchanges the code and speaks for them
+// with the roles their groups map to, on the page they left, with no code
+// left in the address; a code this tab did not ask for, and the
+// provider's refusal, are said and change nothing.
+func TestBrowserSignIn(t *testing.T) {
+	w := newWorld(t)
+	idp := testidp.NewServer(t, testidp.MustSigner(t, "EdDSA", "k1"))
+	idp.SignInAs("finance-lead", "payments-approvers")
+	cfg, err := server.ParseIdentityConfig([]byte(`{"issuer":"`+idp.URL+`","audience":"flrh-ui","actor_claim":"preferred_username",
+ "roles_claim":"/realm_access/roles","roles":{"payments-approvers":["approver","operator"]},"login":{"client_id":"flrh-ui","scope":"openid profile"}}`), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := server.NewIdentity(context.Background(), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sso := w.serve(server.Config{Identity: id})
+	w.start("big-sso", 900, "alice", "damaged item")
+
+	w.run("sign in through the provider",
+		chromedp.Navigate(sso.URL+"/ui/#/inbox"),
+		waitText("#whoami", "token needed"),
+		chromedp.WaitVisible(chromedp.CSS("#sign-in")),
+		chromedp.Click(chromedp.CSS("#sign-in")),
+		waitText("#whoami", "finance-lead (approver, operator)"),
+		waitText("#status", "signed in as finance-lead"),
+		waitText("main", "big-sso"))
+	if loc := value(w, "location", chromedp.Location()); loc != sso.URL+"/ui/#/inbox" {
+		t.Fatalf("after sign-in the address is %s", loc)
+	}
+	if idp.Exchanges() != 1 {
+		t.Fatalf("%d codes exchanged", idp.Exchanges())
+	}
+	token := value(w, "the token kept", chromedp.Evaluate[string](`sessionStorage.getItem('flrh.token') || ''`))
+	req, _ := http.NewRequest("GET", sso.URL+"/v1/whoami", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the token the UI keeps: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if flow := value(w, "the sign-in's verifier", chromedp.Evaluate[string](`sessionStorage.getItem('flrh.signin') || ''`)); flow != "" {
+		t.Fatalf("the verifier outlived the sign-in: %s", flow)
+	}
+	w.checkA11y("signed in through the provider")
+	w.shot("20-signed-in")
+
+	// A code this tab did not ask for: refused before it reaches the
+	// server, the person still signed in as before.
+	w.run("a code pushed on the person",
+		chromedp.Navigate(sso.URL+"/ui/?code=someone-elses&state=forged#/runs"),
+		waitText("#status", "sign-in refused: it was not begun in this tab"),
+		waitText("#whoami", "finance-lead"))
+	if loc := value(w, "location", chromedp.Location()); strings.Contains(loc, "code=") || !strings.HasSuffix(loc, "/ui/#/runs") {
+		t.Fatalf("the address kept the code: %s", loc)
+	}
+
+	// The provider says no.
+	idp.RefuseWith("access_denied")
+	w.run("the provider refuses",
+		chromedp.Click(chromedp.CSS("#sign-in")),
+		waitText("#status", "the identity provider refused the sign-in: access_denied: the person said no"))
+	if idp.Exchanges() != 1 {
+		t.Fatalf("%d codes exchanged", idp.Exchanges())
+	}
+
+	w.mu.Lock()
+	errs := w.errors
+	w.mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatalf("the pages raised errors:\n%s", strings.Join(errs, "\n"))
+	}
+}

@@ -1,0 +1,72 @@
+// Sign-in through the identity provider the server names (GET /v1/login):
+// the OAuth 2.0 authorization code flow with PKCE (RFC 7636). The verifier
+// and the state stay in this tab's sessionStorage, the server exchanges
+// the code (POST /v1/login/token), and the token it answers is kept as a
+// pasted one is.
+
+import { get, post, setToken, ApiError } from './api.js';
+
+const FLOW = 'flrh.signin';
+
+function b64url(bytes) {
+  let s = '';
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function random(n) {
+  const a = new Uint8Array(n);
+  crypto.getRandomValues(a);
+  return b64url(a);
+}
+
+// signInOffered answers where to sign in, or null when the server offers
+// no sign-in (a token is pasted instead).
+export async function signInOffered() {
+  try {
+    return await get('/v1/login');
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) return null;
+    throw e;
+  }
+}
+
+// beginSignIn sends the person to the provider, to come back to this page
+// with a code for the challenge of a verifier only this tab holds.
+export async function beginSignIn(info) {
+  const verifier = random(32);
+  const state = random(16);
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier));
+  const redirect = location.origin + info.redirect_path;
+  sessionStorage.setItem(FLOW, JSON.stringify({ verifier, state, redirect, back: location.hash || '#/runs' }));
+  const u = new URL(info.authorization_endpoint);
+  const q = {
+    response_type: 'code', client_id: info.client_id, redirect_uri: redirect, scope: info.scope,
+    state, code_challenge: b64url(new Uint8Array(digest)), code_challenge_method: 'S256',
+  };
+  for (const [k, v] of Object.entries(q)) u.searchParams.set(k, v);
+  location.assign(u.toString());
+}
+
+// finishSignIn completes a sign-in the provider sent the person back from
+// (?code=…&state=…, or ?error=…): it answers who signed in, or null when
+// the address carries no answer. The address is put back as the sign-in
+// found it, without the code, whatever the outcome.
+export async function finishSignIn() {
+  const q = new URLSearchParams(location.search);
+  if (!q.has('code') && !q.has('error')) return null;
+  let flow = null;
+  try { flow = JSON.parse(sessionStorage.getItem(FLOW) || 'null'); } catch { flow = null; }
+  sessionStorage.removeItem(FLOW);
+  history.replaceState(null, '', location.pathname + ((flow && flow.back) || '#/runs'));
+  // A code this tab did not ask for may be someone else's sign-in pushed
+  // on the person (login CSRF): refused.
+  if (!flow || q.get('state') !== flow.state) throw new Error('sign-in refused: it was not begun in this tab');
+  if (q.has('error')) {
+    const why = q.get('error') + (q.get('error_description') ? ': ' + q.get('error_description') : '');
+    throw new Error('the identity provider refused the sign-in: ' + why);
+  }
+  const got = await post('/v1/login/token', { code: q.get('code'), code_verifier: flow.verifier, redirect_uri: flow.redirect });
+  setToken(got.token);
+  return got;
+}

@@ -92,8 +92,8 @@ type world struct {
 	r      *runner.Runner
 	sb     *sandbox.Sandbox
 	blind  *atomic.Bool
-	ts     *httptest.Server // with tokens
-	open   *httptest.Server // the same runs, no tokens (loopback only)
+	ts     *httptest.Server                     // with tokens
+	open   *httptest.Server                     // the same runs, no tokens (loopback only)
 	serve  func(server.Config) *httptest.Server // another server of the same runs, configured further
 	shots  string
 	mu     sync.Mutex

@@ -70,7 +70,9 @@ a token names a key not yet seen:
    "roles": {"payments-approvers": ["approver"], "sre": ["operator"]}}
 
 The actor is who the provider says: one person is one actor however many
-tokens they hold, which an approval quorum counts on.
+tokens they hold, which an approval quorum counts on. With "login": {"client_id":
+...} in the file, the web UI offers Sign in through the provider (authorization
+code with PKCE, the code exchanged by the server).
 
 SIGHUP reads the token file again (and the identity provider's configuration
 and keys, the encryption keys, the bundles' adapters and the notice routes):

@@ -237,6 +237,9 @@ func (s *Server) SetTokens(t *Tokens) error {
 	if (t == nil) != (s.tokens.Load() == nil) {
 		return fmt.Errorf("server: tokens are replaced, never given to a server started without them nor taken from one started with them")
 	}
+	if err := checkTokenRoles(t, s.identity.Load()); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	s.tokens.Store(t)
 	s.credentialsChanged()
 	return nil
@@ -250,6 +253,9 @@ func (s *Server) SetTokens(t *Tokens) error {
 func (s *Server) SetIdentity(id *Identity) error {
 	if (id == nil) != (s.identity.Load() == nil) {
 		return fmt.Errorf("server: an identity provider is replaced, never given to a server started without one nor taken from one started with it")
+	}
+	if err := checkTokenRoles(s.tokens.Load(), id); err != nil {
+		return fmt.Errorf("server: %w", err)
 	}
 	s.attach(id)
 	s.identity.Store(id)

@@ -61,6 +61,9 @@ type IdentityConfig struct {
 	MaxLifetimeSeconds int                 `json:"max_lifetime_seconds,omitempty"`
 	RefreshSeconds     int                 `json:"refresh_seconds,omitempty"`
 	Login              *LoginConfig        `json:"login,omitempty"`
+	// TokenFileRoles, when set, are the only roles the token file may
+	// grant beside the provider (checkTokenRoles).
+	TokenFileRoles []string `json:"token_file_roles,omitempty"`
 }
 
 // LoginConfig lets people sign in to the web UI through the provider
@@ -511,4 +514,28 @@ func keyIDs(ks *idtoken.KeySet) []string {
 		ids = append(ids, k.ID)
 	}
 	return ids
+}
+
+// checkTokenRoles refuses a token file that grants a role the identity
+// provider's token_file_roles keeps for the provider's people: with
+// ["agent", "viewer"], no one approves or reconciles under a name the
+// provider does not give.
+func checkTokenRoles(t *Tokens, id *Identity) error {
+	if t == nil || id == nil || id.cfg.TokenFileRoles == nil {
+		return nil
+	}
+	var held []string
+	for _, g := range t.byDigest {
+		for _, r := range g.p.Roles {
+			if !slices.Contains(id.cfg.TokenFileRoles, r) {
+				held = append(held, fmt.Sprintf("%s holds %s", g.p.Actor, r))
+			}
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	slices.Sort(held)
+	return fmt.Errorf("token file: %s, which beside the identity provider only it grants (token_file_roles: %s)",
+		strings.Join(held, ", "), strings.Join(id.cfg.TokenFileRoles, ", "))
 }

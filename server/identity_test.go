@@ -393,3 +393,45 @@ func TestIdentityRemembersVerifiedTokens(t *testing.T) {
 		t.Fatalf("%d tokens remembered", n)
 	}
 }
+
+// TestTokenFileRolesUnderAProvider: with token_file_roles, a token file
+// granting a role the provider keeps for its people is refused at start,
+// and a token file or a provider put in place later that would allow it
+// is refused, the ones in use kept.
+func TestTokenFileRolesUnderAProvider(t *testing.T) {
+	k1 := testidp.MustSigner(t, "EdDSA", "k1")
+	p := testidp.NewServer(t, k1)
+	strict := newIdentity(t, identityConfig(t, p, `,"token_file_roles":["agent","viewer"]`))
+	lenient := newIdentity(t, identityConfig(t, p, ""))
+	machines := `{"tokens":[{"actor":"ci-bot","roles":["agent"],"token":"` + tokAgent + `"},{"actor":"vera","roles":["viewer"],"token":"` + tokViewer + `"}]}`
+	people, err := ParseTokens([]byte(tokenFileText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, machines, withIdentity(strict))
+	cfg := f.server.cfg
+	cfg.Tokens = people
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "alice holds approver, oscar holds operator, rita holds reconciler, which beside the identity provider only it grants (token_file_roles: agent, viewer)") {
+		t.Fatalf("a server started with people in the token file: %v", err)
+	}
+	if err := f.server.SetTokens(people); err == nil {
+		t.Fatal("people's tokens put in place")
+	}
+	if a := f.get("/v1/whoami", tokApprover); a.status != 401 {
+		t.Fatalf("a refused token file's approver: %d", a.status)
+	}
+	if a := f.get("/v1/whoami", tokAgent); a.status != 200 {
+		t.Fatalf("the kept token file's agent: %d", a.status)
+	}
+	// A lenient provider in place, then the people's tokens, then the
+	// strict provider again: refused while the people's tokens stand.
+	if err := f.server.SetIdentity(lenient); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.server.SetTokens(people); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.server.SetIdentity(strict); err == nil || f.server.Identity() != lenient {
+		t.Fatalf("a strict provider put in place over people's tokens: %v", err)
+	}
+}

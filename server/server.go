@@ -113,6 +113,9 @@ func New(cfg Config) (*Server, error) {
 	if _, err := compiled(); err != nil {
 		return nil, fmt.Errorf("server: embedded schemas: %w", err)
 	}
+	if err := checkTokenRoles(cfg.Tokens, cfg.Identity); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -141,10 +141,7 @@ func (r *run) stepOf(a Act) (step, error) {
 		if k < 0 {
 			return step{}, fmt.Errorf("an answer to request %s, which the case is not waiting on", a.Request)
 		}
-		var ok bool
-		if s.Effect, ok = named(r.waiting, k, func(q *request) string { return q.effectType }); !ok {
-			return step{}, fmt.Errorf("an answer to request %s before an older request for %s, which a case's step cannot name", a.Request, s.Effect)
-		}
+		s.Effect, s.Nth = named(r.waiting, k, func(q *request) string { return q.effectType })
 		return s, nil
 	case workflow.KindInput:
 		return step{Input: json.RawMessage(a.Body), As: a.Actor}, nil
@@ -179,23 +176,28 @@ func (r *run) stepOf(a Act) (step, error) {
 			return step{}, fmt.Errorf("a receipt for %s, which the case has not authorized or has settled", rc.IntentID)
 		}
 		s := step{Receipt: rc.Outcome}
-		var ok bool
-		if s.Effect, ok = named(r.open, k, func(p planned) string { return p.effectType }); !ok {
-			return step{}, fmt.Errorf("a receipt for %s, settled before an older %s, which a case's receipt cannot name", rc.IntentID, s.Effect)
-		}
+		s.Effect, s.Nth = named(r.open, k, func(p planned) string { return p.effectType })
 		return s, nil
 	}
 	return step{}, fmt.Errorf("an act of kind %q, which a case does not take", a.Kind)
 }
 
-// named is the effect type a step names to answer list's entry k (a step
-// answers the oldest of the type it names, or of all when it names none):
-// "" when k is the oldest of all; ok is false when k is not even the
-// oldest of its type, which no step can name.
-func named[T any](list []T, k int, typeOf func(T) string) (effectType string, ok bool) {
+// named is how a step names list's entry k (a step answers the nth
+// oldest of the type it names, or of all when it names none): nothing
+// when k is the oldest of all, else its type, and its rank among its
+// type when it is not the oldest of it (0: the oldest, left out).
+func named[T any](list []T, k int, typeOf func(T) string) (effectType string, nth int) {
 	if k == 0 {
-		return "", true
+		return "", 0
 	}
 	effectType = typeOf(list[k])
-	return effectType, answered(list, effectType, typeOf) == k
+	for _, e := range list[:k] {
+		if typeOf(e) == effectType {
+			nth++
+		}
+	}
+	if nth == 0 {
+		return effectType, 0
+	}
+	return effectType, nth + 1
 }

@@ -113,7 +113,12 @@ type step struct {
 	// Effect, on a receipt, an approval or a denial, is the effect type
 	// it answers: the oldest effect (or request) of that type rather than
 	// the oldest of all.
-	Effect string  `json:"effect,omitempty"`
+	Effect string `json:"effect,omitempty"`
+	// Nth, on a receipt, an approval or a denial, answers the nth oldest
+	// waiting (of Effect's type when it is given) rather than the oldest:
+	// effects are settled in the order their destinations answer, not the
+	// order they were sent. 1, the default, is the oldest.
+	Nth    int     `json:"nth,omitempty"`
 	Expect *expect `json:"expect,omitempty"`
 }
 
@@ -199,6 +204,10 @@ const (
 
 var grantOutcomes = []string{grantCounted, grantApproved, grantIgnored}
 
+// maxNth bounds a step's nth: a run with more effects of one type
+// waiting at once than this is not a case one reads.
+const maxNth = 1000
+
 // Run runs the cases of the case file name, whose bytes are src (YAML when
 // name says so), against w, each from a fresh run, and returns how each
 // went. A file that cannot be read is a *workflow.Error (CodeBadTest, with
@@ -274,6 +283,10 @@ func parse(name string, src []byte) (*file, error) {
 				return nil, fail(sp+"/reason", "only a control gives a reason")
 			case s.Effect != "" && s.Receipt == "" && s.Approve == "" && s.Deny == "":
 				return nil, fail(sp+"/effect", "only a receipt, an approval or a denial answers an effect")
+			case s.Nth != 0 && s.Receipt == "" && s.Approve == "" && s.Deny == "":
+				return nil, fail(sp+"/nth", "only a receipt, an approval or a denial answers the nth effect waiting")
+			case s.Nth < 0 || s.Nth > maxNth:
+				return nil, fail(sp+"/nth", "%d is not from 1 to %d", s.Nth, maxNth)
 			case s.Receipt != "" && !slices.Contains(receipts, s.Receipt):
 				return nil, fail(sp+"/receipt", "%q is not one of %s (a run hands its workflow a receipt once an effect's outcome is known)", s.Receipt, strings.Join(receipts, ", "))
 			case s.Control != "" && !slices.Contains(workflow.ControlTriggers, mrp.Trigger(s.Control)):
@@ -391,18 +404,44 @@ type request struct {
 
 // answered is the index in list of the oldest entry of effectType (of
 // any type when it is ""), or -1.
-func answered[T any](list []T, effectType string, typeOf func(T) string) int {
-	return slices.IndexFunc(list, func(e T) bool { return effectType == "" || typeOf(e) == effectType })
+func answered[T any](list []T, effectType string, nth int, typeOf func(T) string) int {
+	seen := 0
+	for k, e := range list {
+		if effectType == "" || typeOf(e) == effectType {
+			if seen++; seen == max(nth, 1) {
+				return k
+			}
+		}
+	}
+	return -1
 }
 
-// waitingFor says what a step answering effectType found nothing to
-// answer: "an approval, but no request is waiting for one", or with the
-// type named.
-func waitingFor(step, what, effectType string) string {
+// waitingFor says what a step answering the nth of effectType found
+// nothing to answer: "an approval, but no request is waiting for one",
+// with the type named, or "… but fewer than 2 are waiting".
+func waitingFor(step, what, effectType string, nth int) string {
 	if effectType != "" {
 		what += " for " + effectType
 	}
+	if nth > 1 {
+		return fmt.Sprintf("%s for the %d%s oldest %s waiting, but fewer than %d are", step, nth, ordinal(nth), what, nth)
+	}
 	return fmt.Sprintf("%s, but no %s is waiting for one", step, what)
+}
+
+// ordinal is the suffix of n's ordinal in English: 2nd, 3rd, 11th.
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return "th"
+	case n%10 == 1:
+		return "st"
+	case n%10 == 2:
+		return "nd"
+	case n%10 == 3:
+		return "rd"
+	}
+	return "th"
 }
 
 // personRole is the role a person chooses and steers in, as the server
@@ -416,9 +455,9 @@ func (r *run) step(seq int64, s step) (decided, string) {
 	}
 	switch {
 	case s.Approve != "":
-		return r.approve(s.Approve, s.Effect)
+		return r.approve(s.Approve, s.Effect, s.Nth)
 	case s.Deny != "":
-		return r.deny(s.Deny, s.Effect)
+		return r.deny(s.Deny, s.Effect, s.Nth)
 	}
 	in := workflow.Input{Seq: seq, Actor: cmp.Or(s.As, "policytest")}
 	var err error
@@ -429,9 +468,9 @@ func (r *run) step(seq int64, s step) (decided, string) {
 		}
 		in.Kind = workflow.KindInput
 	case s.Receipt != "":
-		k := answered(r.open, s.Effect, func(p planned) string { return p.effectType })
+		k := answered(r.open, s.Effect, s.Nth, func(p planned) string { return p.effectType })
 		if k < 0 {
-			return decided{}, waitingFor("a receipt", "authorized effect", s.Effect)
+			return decided{}, waitingFor("a receipt", "authorized effect", s.Effect, s.Nth)
 		}
 		in.Kind = workflow.KindReceipt
 		in.Body, err = cjson.Marshal(map[string]any{"intent_id": r.open[k].intentID, "outcome": s.Receipt})
@@ -525,10 +564,10 @@ func (r *run) over(c workflow.Completion) string {
 // distinct people, a panel's groups each answered for by a different
 // person; the grant that completes the request has H authorize its
 // effect (AuthorizeApproved).
-func (r *run) approve(who, effectType string) (decided, string) {
-	k := r.request(effectType)
+func (r *run) approve(who, effectType string, nth int) (decided, string) {
+	k := r.request(effectType, nth)
 	if k < 0 {
-		return decided{}, waitingFor("an approval", "request", effectType)
+		return decided{}, waitingFor("an approval", "request", effectType, nth)
 	}
 	q := r.waiting[k]
 	// In the order a run's checks come (runner.Runner.Approve): a second
@@ -573,8 +612,8 @@ func (r *run) authorize(e workflow.Effect) {
 
 // request is the index of the oldest request waiting for effectType (of
 // any type when it is ""), or -1.
-func (r *run) request(effectType string) int {
-	return answered(r.waiting, effectType, func(q *request) string { return q.effectType })
+func (r *run) request(effectType string, nth int) int {
+	return answered(r.waiting, effectType, nth, func(q *request) string { return q.effectType })
 }
 
 // grant is the grant who gives the request, as the approval policy reads
@@ -589,10 +628,10 @@ func (q *request) grant(who string) (workflow.Grant, error) {
 // deny is who may approve (runner.Runner.Deny): the grant this person
 // would have given is put to the approval policy's check. A denial ends
 // the run, failed.
-func (r *run) deny(who, effectType string) (decided, string) {
-	k := r.request(effectType)
+func (r *run) deny(who, effectType string, nth int) (decided, string) {
+	k := r.request(effectType, nth)
 	if k < 0 {
-		return decided{}, waitingFor("a denial", "request", effectType)
+		return decided{}, waitingFor("a denial", "request", effectType, nth)
 	}
 	grant, err := r.waiting[k].grant(who)
 	if err == nil {

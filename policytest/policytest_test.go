@@ -166,6 +166,8 @@ func TestCaseFileRefused(t *testing.T) {
 		{"a choice and a control", "c.yaml", "cases:\n  - name: a\n    steps:\n      - {choose: x, control: PAUSE}\n", "/cases/0/steps/0", 4, "one of them"},
 		{"a proposal named by an input", "c.yaml", "cases:\n  - name: a\n    steps:\n      - input: {type: t}\n        proposal: p\n", "/cases/0/steps/0/proposal", 5, "only a choice or a control names a proposal"},
 		{"a reason given for a choice", "c.yaml", "cases:\n  - name: a\n    steps:\n      - choose: x\n        reason: r\n", "/cases/0/steps/0/reason", 5, "only a control gives a reason"},
+		{"the nth of an input", "c.yaml", "cases:\n  - name: a\n    steps:\n      - input: {type: t}\n        nth: 2\n", "/cases/0/steps/0/nth", 5, "only a receipt, an approval or a denial answers the nth effect waiting"},
+		{"a negative nth", "c.yaml", "cases:\n  - name: a\n    steps:\n      - receipt: confirmed_success\n        nth: -1\n", "/cases/0/steps/0/nth", 5, "-1 is not from 1 to 1000"},
 		{"an effect answered by an input", "c.yaml", "cases:\n  - name: a\n    steps:\n      - input: {type: t}\n        effect: refund.pay\n", "/cases/0/steps/0/effect", 5, "only a receipt, an approval or a denial answers an effect"},
 		{"an unknown trigger", "c.yaml", "cases:\n  - name: a\n    steps:\n      - control: CHOOSE_OPTION\n", "/cases/0/steps/0/control", 4, `"CHOOSE_OPTION" is not one of [PAUSE`},
 		{"an unknown machine state", "c.yaml", "cases:\n  - name: a\n    steps:\n      - control: PAUSE\n        expect: {mrp_state: PAUSED}\n", "/cases/0/steps/0/expect/mrp_state", 5, `"PAUSED" is not one of HOLD, OPTIONS`},
@@ -486,6 +488,8 @@ func TestStepsAnswerAnEffectType(t *testing.T) {
 	w := example(t, "ops-agent")
 	const restart = `{type: restart.requested/1, payload: {restart_id: rst-1, service: api, target: dest:ops-api, reason: memory leak}}`
 	const diag = `{type: diagnostics.requested/1, payload: {check_id: chk-1, service: api, target: dest:ops-api, probe: health}}`
+	const diag2 = `{type: diagnostics.requested/1, payload: {check_id: chk-2, service: api, target: dest:ops-api, probe: health}}`
+	const restart2 = `{type: restart.requested/1, payload: {restart_id: rst-2, service: api, target: dest:ops-api, reason: memory leak}}`
 	for _, c := range []struct {
 		name, steps string
 		step        int
@@ -525,6 +529,34 @@ func TestStepsAnswerAnEffectType(t *testing.T) {
         effect: service.restart
         expect: {completion: fail}
       - input: ` + diag, 3, "the run has ended: oncall-lead denied"},
+		{"the second oldest of all: the restart", `
+      - input: ` + diag + `
+      - input: ` + restart + `
+      - approve: oncall-lead
+      - receipt: confirmed_success
+        nth: 2
+      - receipt: confirmed_success
+        effect: service.restart`, 5, "a receipt, but no authorized effect for service.restart is waiting for one"},
+		{"the second diagnostic settled first", `
+      - input: ` + diag + `
+      - input: ` + diag2 + `
+      - receipt: confirmed_failure
+        effect: diag.read
+        nth: 2
+      - receipt: confirmed_success
+        effect: diag.read
+        nth: 2`, 4, "a receipt for the 2nd oldest authorized effect for diag.read waiting, but fewer than 2 are"},
+		{"a third request, of two", `
+      - input: ` + restart + `
+      - input: ` + restart2 + `
+      - deny: oncall-lead
+        nth: 3`, 3, "a denial for the 3rd oldest request waiting, but fewer than 3 are"},
+		{"the second request approved", `
+      - input: ` + restart + `
+      - input: ` + restart2 + `
+      - approve: oncall-lead
+        nth: 2
+        expect: {approval: approved, effects: [{effect_type: service.restart, params: {restart_id: rst-2}}]}`, 0, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) { goesAsSaid(t, w, c.steps, c.step, c.want) })
 	}

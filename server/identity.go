@@ -375,19 +375,17 @@ func (id *Identity) get(ctx context.Context, u string) ([]byte, error) {
 	return data, nil
 }
 
-// grant verifies token at now and maps its claims to a principal. A
-// token naming a key the set does not hold fetches the set again (see
-// refetchForUnknownKey) and is verified once more.
+// grant verifies token at now and maps its claims to a principal, or
+// finds it verified already (remember).
 func (id *Identity) grant(ctx context.Context, token string, now time.Time) (grant, *Error) {
 	digest := sha256.Sum256([]byte(token))
-	keys := id.keys.Load()
 	id.verifiedMu.Lock()
 	e, ok := id.verified[digest]
 	id.verifiedMu.Unlock()
-	if ok && e.keys == keys && !e.g.expired(now) {
+	if ok && e.keys == id.keys.Load() && !e.g.expired(now) {
 		return e.g, nil
 	}
-	g, aerr := id.verify(ctx, token, keys, now)
+	g, keys, aerr := id.verify(ctx, token, now)
 	if aerr == nil {
 		id.remember(digest, verifiedToken{g: g, keys: keys}, now)
 	}
@@ -417,28 +415,32 @@ func (id *Identity) remember(digest [sha256.Size]byte, e verifiedToken, now time
 	id.verified[digest] = e
 }
 
-// verify checks token against keys and maps it to a grant.
-func (id *Identity) verify(ctx context.Context, token string, keys *idtoken.KeySet, now time.Time) (grant, *Error) {
+// verify checks token against the keys in use and maps it to a grant;
+// keys is the key set that verified it. A token naming a key the set does
+// not hold fetches the set again (refetchForUnknownKey) and is verified
+// once more.
+func (id *Identity) verify(ctx context.Context, token string, now time.Time) (g grant, keys *idtoken.KeySet, aerr *Error) {
+	keys = id.keys.Load()
 	t, err := id.verifier.Verify(token, keys, now)
 	if errors.Is(err, &idtoken.Error{Reason: idtoken.UnknownKey}) && id.refetchForUnknownKey(ctx) {
-		t, err = id.verifier.Verify(token, id.keys.Load(), now)
+		keys = id.keys.Load()
+		t, err = id.verifier.Verify(token, keys, now)
 	}
 	if err != nil {
 		var e *idtoken.Error
 		errors.As(err, &e)
 		id.hook().refused(string(e.Reason))
-		g := grant{}
 		if e.Reason == idtoken.Expired {
 			g.expires = now // lapsed: what a stream it opened ends with
 		}
-		return g, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "%s", e.Error())
+		return g, nil, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "%s", e.Error())
 	}
 	p, aerr := id.principal(t)
 	if aerr != nil {
 		id.hook().refused("actor")
-		return grant{}, aerr
+		return grant{}, nil, aerr
 	}
-	return grant{p: p, expires: t.Expires.Add(id.verifier.Leeway)}, nil
+	return grant{p: p, expires: t.Expires.Add(id.verifier.Leeway)}, keys, nil
 }
 
 // principal maps a verified token's claims to the actor and roles.

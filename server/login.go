@@ -146,7 +146,7 @@ func (s *Server) loginToken(w http.ResponseWriter, r *http.Request, _ Principal)
 	}
 	// Verified as every bearer token is, so that a provider whose tokens
 	// this server would refuse says so now, at sign-in.
-	g, aerr := id.verify(r.Context(), token, id.keys.Load(), time.Now())
+	g, _, aerr := id.verify(r.Context(), token, time.Now())
 	if aerr != nil {
 		aerr.Message = "the identity provider's token is not one this server accepts: " + aerr.Message
 		return aerr

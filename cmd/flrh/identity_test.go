@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -59,18 +57,8 @@ func TestIdentityProviderOverTheCLI(t *testing.T) {
 	}
 	call := func(method, path, tok, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, p.base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+tok)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		status, b := bearerCall(t, p.base, method, path, tok, body)
+		return status, string(b)
 	}
 	olga := token(k1, "olga", "ops", 0)
 	start := `{"workflow":"refund-agent","run_id":"q","input":{"type":"refund.requested/1","payload":{"refund_id":"r-1","amount":900,"payee":"alice","reason":"damaged item"}}}`
@@ -154,23 +142,7 @@ func TestIdentityProviderOverTheCLI(t *testing.T) {
 	if s, b := call("GET", "/v1/whoami", vera, ""); s != http.StatusOK || !strings.Contains(b, `"actor":"vera"`) {
 		t.Fatalf("a rotated key after SIGHUP: %d %s", s, b)
 	}
-	req, _ := http.NewRequest("GET", p.base+"/v1/runs/q/stream", nil)
-	req.Header.Set("Authorization", "Bearer "+olga)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("stream: %v %v", resp, err)
-	}
-	ended := make(chan string, 1)
-	go func() {
-		defer resp.Body.Close()
-		last := ""
-		for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
-			if strings.HasPrefix(sc.Text(), "event: ") {
-				last = sc.Text()
-			}
-		}
-		ended <- last
-	}()
+	ended := p.streamEnd(t, "q", olga)
 	writeConfig(`{"issuer":`)
 	hup(`"msg":"identity provider kept as it was"`)
 	if s, _ := call("GET", "/v1/whoami", olga, ""); s != http.StatusOK {

@@ -85,6 +85,51 @@ func startQuietSandbox(t *testing.T, bin string) string {
 }
 
 // serveProc is one running "flrh serve".
+// bearerCall sends an API request to base with a bearer token (and a JSON
+// body when body is not empty) and returns the status and the answer.
+func bearerCall(t *testing.T, base, method, path, token, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// streamEnd opens run's event stream with token and returns a channel
+// that receives the stream's last "event: …" line once it ends.
+func (p *serveProc) streamEnd(t *testing.T, run, token string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", p.base+"/v1/runs/"+run+"/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", resp, err)
+	}
+	ended := make(chan string, 1)
+	go func() {
+		defer resp.Body.Close()
+		last := ""
+		for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+			if strings.HasPrefix(sc.Text(), "event: ") {
+				last = sc.Text()
+			}
+		}
+		ended <- last
+	}()
+	return ended
+}
+
 type serveProc struct {
 	cmd    *exec.Cmd
 	base   string // http://HOST:PORT

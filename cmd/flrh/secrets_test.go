@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -221,23 +220,10 @@ func secretsAppearNowhere(t *testing.T, bin string, fromFiles bool) {
 
 	call := func(method, path, token, body string) []byte {
 		t.Helper()
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		status, b := bearerCall(t, base, method, path, token, body)
 		everything.Write(b)
-		if resp.StatusCode/100 != 2 {
-			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+		if status/100 != 2 {
+			t.Fatalf("%s %s: %d %s", method, path, status, b)
 		}
 		return b
 	}

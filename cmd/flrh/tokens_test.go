@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -51,17 +50,8 @@ func TestTokensOverTheCLIAndSIGHUP(t *testing.T) {
 			p := startServe(t, bin, nil, args...)
 			status := func(method, path, token, body string) int {
 				t.Helper()
-				req, _ := http.NewRequest(method, p.base+path, strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+token)
-				if body != "" {
-					req.Header.Set("Content-Type", "application/json")
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				return resp.StatusCode
+				s, _ := bearerCall(t, p.base, method, path, token, body)
+				return s
 			}
 			// after waits until the server took the file as it is now.
 			n := 0
@@ -85,23 +75,7 @@ func TestTokensOverTheCLIAndSIGHUP(t *testing.T) {
 			if s := status("POST", "/v1/runs", oscar, start); s != http.StatusCreated {
 				t.Fatalf("start: %d", s)
 			}
-			req, _ := http.NewRequest("GET", p.base+"/v1/runs/held/stream", nil)
-			req.Header.Set("Authorization", "Bearer "+vera)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil || resp.StatusCode != 200 {
-				t.Fatalf("stream: %v %v", resp, err)
-			}
-			ended := make(chan string, 1)
-			go func() {
-				defer resp.Body.Close()
-				last := ""
-				for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
-					if strings.HasPrefix(sc.Text(), "event: ") {
-						last = sc.Text()
-					}
-				}
-				ended <- last
-			}()
+			ended := p.streamEnd(t, "held", vera)
 
 			rita := add("rita-"+reload, "viewer")
 			if s := status("GET", "/v1/runs/held", rita, ""); s != http.StatusUnauthorized {

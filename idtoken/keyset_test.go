@@ -16,15 +16,7 @@ import (
 
 // jwkWith is signer s's key with changes (nil removes a member).
 func jwkWith(s *testidp.Signer, changes map[string]any) map[string]any {
-	k := s.JWK()
-	for n, val := range changes {
-		if val == nil {
-			delete(k, n)
-		} else {
-			k[n] = val
-		}
-	}
-	return k
+	return edited(s.JWK(), changes)
 }
 
 func setOf(keys ...map[string]any) []byte {

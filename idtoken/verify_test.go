@@ -21,19 +21,24 @@ var (
 
 // claims are a valid token's claims at now, with changes (nil removes).
 func claims(changes map[string]any) map[string]any {
-	c := map[string]any{
+	return edited(map[string]any{
 		"iss": issuer, "aud": "flrh", "sub": "alice",
 		"iat": now.Unix() - 60, "nbf": now.Unix() - 60, "exp": now.Unix() + 300,
 		"roles": []string{"approver"},
-	}
+	}, changes)
+}
+
+// edited is m with changes made: a member set, or removed where its
+// change is nil.
+func edited(m, changes map[string]any) map[string]any {
 	for k, val := range changes {
 		if val == nil {
-			delete(c, k)
+			delete(m, k)
 		} else {
-			c[k] = val
+			m[k] = val
 		}
 	}
-	return c
+	return m
 }
 
 func keySet(t *testing.T, signers ...*testidp.Signer) *idtoken.KeySet {

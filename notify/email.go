@@ -48,6 +48,11 @@ func checkEmail(r *Route, u *url.URL, where string) error {
 	case r.Template != "":
 		return errors.New(where + "an e-mail route takes no template")
 	}
+	if r.OAuth2 != nil {
+		if err := checkOAuth2(r.OAuth2, u, where); err != nil {
+			return err
+		}
+	}
 	if _, why := checkRecipients(r.From, r.To); why != "" {
 		return errors.New(where + why)
 	}
@@ -142,7 +147,21 @@ func (n *Notifier) sendEmail(ctx context.Context, r *Route, no store.Notice) (wh
 			return "the mail server offers no STARTTLS"
 		}
 	}
-	if u.User != nil {
+	switch {
+	case r.OAuth2 != nil:
+		token, why := n.accessToken(ctx, *r.OAuth2)
+		if why != "" {
+			return why
+		}
+		auth, why := chooseOAuth(c, u.User.Username(), token, host)
+		if why != "" {
+			return why
+		}
+		if err := c.Auth(auth); err != nil {
+			n.forgetToken(*r.OAuth2) // refused: the next delivery asks for a new one
+			return smtpError("AUTH", err)
+		}
+	case u.User != nil:
 		pass, _ := u.User.Password()
 		auth, why := chooseAuth(c, u.User.Username(), pass, host)
 		if why != "" {

@@ -188,16 +188,27 @@ func TestNewRefusesEmailRoutes(t *testing.T) {
 		r    Route
 		find string
 	}{
-		"an http URL":        {good(func(r *Route) { r.URL = "https://mail.example.com/x" }), "smtp://HOST[:PORT] or smtps://"},
-		"a path":             {good(func(r *Route) { r.URL = "smtp://mail.example.com/inbox" }), "no path, query or fragment"},
-		"no from":            {good(func(r *Route) { r.From = "" }), "needs from"},
-		"no to":              {good(func(r *Route) { r.To = nil }), "needs to"},
-		"a named sender":     {good(func(r *Route) { r.From = "Flrh <flrh@example.com>" }), "give the address alone"},
-		"not an address":     {good(func(r *Route) { r.To = []string{"finance"} }), `"finance": not an e-mail address`},
-		"too many":           {good(func(r *Route) { r.To = slices.Repeat([]string{"a@example.com"}, MaxRecipients+1) }), "more than 50"},
-		"a template":         {good(func(r *Route) { r.Template = "{}" }), "takes no template"},
-		"an unknown kind":    {good(func(r *Route) { r.Kinds = []string{"paged"} }), `"paged" is not a kind`},
-		"a webhook's from":   {Route{Name: "hook", URL: "https://x.example/h", Secret: secret, From: "flrh@example.com"}, "from and to are an e-mail route's"},
+		"an http URL":           {good(func(r *Route) { r.URL = "https://mail.example.com/x" }), "smtp://HOST[:PORT] or smtps://"},
+		"a path":                {good(func(r *Route) { r.URL = "smtp://mail.example.com/inbox" }), "no path, query or fragment"},
+		"no from":               {good(func(r *Route) { r.From = "" }), "needs from"},
+		"no to":                 {good(func(r *Route) { r.To = nil }), "needs to"},
+		"a named sender":        {good(func(r *Route) { r.From = "Flrh <flrh@example.com>" }), "give the address alone"},
+		"not an address":        {good(func(r *Route) { r.To = []string{"finance"} }), `"finance": not an e-mail address`},
+		"too many":              {good(func(r *Route) { r.To = slices.Repeat([]string{"a@example.com"}, MaxRecipients+1) }), "more than 50"},
+		"a template":            {good(func(r *Route) { r.Template = "{}" }), "takes no template"},
+		"an unknown kind":       {good(func(r *Route) { r.Kinds = []string{"paged"} }), `"paged" is not a kind`},
+		"a webhook's from":      {Route{Name: "hook", URL: "https://x.example/h", Secret: secret, From: "flrh@example.com"}, "from, to and oauth2 are an e-mail route's"},
+		"a webhook's oauth2":    {Route{Name: "hook", URL: "https://x.example/h", Secret: secret, OAuth2: &OAuth2{}}, "from, to and oauth2 are an e-mail route's"},
+		"oauth2 and a password": {good(func(r *Route) { r.OAuth2 = oauth2Client() }), "the URL holds no password"},
+		"oauth2, no mailbox":    {good(func(r *Route) { r.URL, r.OAuth2 = "smtp://mail.example.com", oauth2Client() }), "names the mailbox as its user"},
+		"oauth2 over http": {good(func(r *Route) {
+			r.URL, r.OAuth2 = "smtp://u@mail.example.com", oauth2Client()
+			r.OAuth2.TokenURL = "http://login.example.com/token"
+		}), "token URL is https://"},
+		"oauth2, no scope": {good(func(r *Route) {
+			r.URL, r.OAuth2 = "smtp://u@mail.example.com", oauth2Client()
+			r.OAuth2.Scope = ""
+		}), "needs a client id, its secret and a scope"},
 		"a webhook via smtp": {Route{Name: "hook", URL: "smtp://mail.example.com", Secret: secret}, "the webhook URL is not an http or https URL"},
 	} {
 		_, err := New(Config{Board: f.store, Holder: "a", Routes: []Route{c.r}})
@@ -254,4 +265,9 @@ func TestEmailAuthMechanisms(t *testing.T) {
 	if _, err := a.Next([]byte("Who are you?"), true); err == nil {
 		t.Fatal("an unknown prompt was answered")
 	}
+}
+
+// oauth2Client is a good OAuth2 for an e-mail route.
+func oauth2Client() *OAuth2 {
+	return &OAuth2{TokenURL: "https://login.example.com/token", ClientID: "c", ClientSecret: "secret-pw", Scope: "mail"}
 }

@@ -112,6 +112,8 @@ type Notifier struct {
 	// taken, once this notifier took a duty no one held, is the lapse
 	// OnTaken is to be given; nil when nothing is to be told.
 	taken *takenDuty
+	// tokens are the access tokens e-mail routes with OAuth2 were given.
+	tokens tokenCache
 }
 
 // takenDuty is an OnTaken call due for a duty lapsed at since and taken

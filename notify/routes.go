@@ -42,6 +42,9 @@ type Route struct {
 	// bare address (name@example.com).
 	From string
 	To   []string
+	// OAuth2, on an e-mail route, logs in to the mail server with an
+	// access token instead of the URL's password.
+	OAuth2 *OAuth2
 	// After, when positive, makes the route an escalation: it is told of
 	// a run waiting for a person (a notice of one of WaitingKinds; Kinds
 	// nil takes them all) only once the notice is After old, and only if
@@ -134,8 +137,8 @@ func checkRoutes(routes []Route) error {
 			}
 			continue
 		}
-		if r.From != "" || r.To != nil {
-			return errors.New(where + "from and to are an e-mail route's (format email)")
+		if r.From != "" || r.To != nil || r.OAuth2 != nil {
+			return errors.New(where + "from, to and oauth2 are an e-mail route's (format email)")
 		}
 		switch {
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
@@ -212,6 +215,18 @@ type RouteSpec struct {
 	// From and To, with format email (Route.From, Route.To).
 	From string   `json:"from,omitempty"`
 	To   []string `json:"to,omitempty"`
+	// OAuth2, with format email, logs in with an access token
+	// (Route.OAuth2), its client's secret read from the variable (or
+	// NAME_FILE) client_secret_env names.
+	OAuth2 *OAuth2Spec `json:"oauth2,omitempty"`
+}
+
+// OAuth2Spec is a route's OAuth2 as a routes file writes it.
+type OAuth2Spec struct {
+	TokenURL        string `json:"token_url"`
+	ClientID        string `json:"client_id"`
+	ClientSecretEnv string `json:"client_secret_env"`
+	Scope           string `json:"scope"`
 }
 
 // AfterDuration is the spec's After, checked by ParseRoutes; 0 when
@@ -306,7 +321,13 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 	case (s.URL == "") == (s.URLEnv == ""):
 		return bad("url", "give the webhook's url, or url_env naming the variable that holds it: one of them")
 	case s.URL != "" && s.Format == FormatEmail:
-		if u, err := url.Parse(s.URL); err != nil || !emailScheme(u) || u.Host == "" || u.User != nil {
+		u, err := url.Parse(s.URL)
+		if err != nil {
+			return bad("url", "not an smtp or smtps URL")
+		}
+		_, hasPass := u.User.Password()
+		// With oauth2 the URL names the mailbox, which is no secret.
+		if !emailScheme(u) || u.Host == "" || hasPass || (u.User != nil && s.OAuth2 == nil) {
 			return bad("url", "not an smtp or smtps URL with a host and without user or password (a mail server's credentials go in url_env)")
 		}
 	case s.URL != "":
@@ -336,6 +357,18 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 		}
 	} else if s.From != "" || s.To != nil {
 		return bad("from", "from and to are an e-mail route's (format email)")
+	}
+	if o := s.OAuth2; o != nil {
+		switch {
+		case s.Format != FormatEmail:
+			return bad("oauth2", "only an e-mail route logs in with oauth2")
+		case !tokenURL(o.TokenURL):
+			return bad("oauth2", "token_url %q is not https://… (http only to this machine)", o.TokenURL)
+		case o.ClientID == "" || o.Scope == "":
+			return bad("oauth2", "give client_id and scope")
+		case !envName.MatchString(o.ClientSecretEnv):
+			return bad("oauth2", "client_secret_env %q is not a variable's name", o.ClientSecretEnv)
+		}
 	}
 	if (s.Format == FormatTemplate) != (s.Template != "") {
 		return bad("template", "give a template with format %s, and only with it", FormatTemplate)

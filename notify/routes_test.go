@@ -346,8 +346,19 @@ func TestParseRoutes(t *testing.T) {
 		t.Fatalf("YAML:\n%s\n%+v (%v)", y, got, err)
 	}
 
+	o365 := `{"routes": [{"name": "o365", "url": "smtp://alerts%40example.com@smtp.office365.com:587", "format": "email", "from": "alerts@example.com", "to": ["ops@example.com"],
+  "oauth2": {"token_url": "https://login.microsoftonline.com/tenant/oauth2/v2.0/token", "client_id": "c-1", "client_secret_env": "FLRH_MAIL_SECRET", "scope": "https://outlook.office365.com/.default"}}]}`
+	if got, err := ParseRoutes([]byte(o365), false); err != nil || *got[0].OAuth2 != (OAuth2Spec{TokenURL: "https://login.microsoftonline.com/tenant/oauth2/v2.0/token",
+		ClientID: "c-1", ClientSecretEnv: "FLRH_MAIL_SECRET", Scope: "https://outlook.office365.com/.default"}) {
+		t.Fatalf("oauth2: %+v (%v)", got, err)
+	}
+
 	route := func(members string) string {
 		return `{"routes": [{"name": "a", "url": "https://x.example/h"}, {` + members + `}]}`
+	}
+	const mail = `"format": "email", "from": "f@example.com", "to": ["t@example.com"]`
+	oauth2 := func(tokenURL, env, scope string) string {
+		return `"oauth2": {"token_url": "` + tokenURL + `", "client_id": "c", "client_secret_env": "` + env + `", "scope": "` + scope + `"}`
 	}
 	for _, c := range []struct {
 		name, file string
@@ -394,6 +405,12 @@ func TestParseRoutes(t *testing.T) {
 		{"email to one twice", route(`"name": "b", "url_env": "X", "format": "email", "from": "f@example.com", "to": ["t@example.com", "t@example.com"]`), 1, "to", "named twice"},
 		{"email over http", route(`"name": "b", "url": "https://x.example/h", "format": "email", "from": "f@example.com", "to": ["t@example.com"]`), 1, "url", "not an smtp or smtps URL"},
 		{"email with a password written", route(`"name": "b", "url": "smtp://u:p@mail.example.com", "format": "email", "from": "f@example.com", "to": ["t@example.com"]`), 1, "url", "credentials go in url_env"},
+		{"oauth2 on a webhook", route(`"name": "b", "url_env": "X", ` + oauth2("https://login.example.com/t", "S", "mail")), 1, "oauth2", "only an e-mail route"},
+		{"oauth2's token over http", route(`"name": "b", "url_env": "X", ` + mail + `, ` + oauth2("http://login.example.com/t", "S", "mail")), 1, "oauth2", "is not https://"},
+		{"oauth2 without scope", route(`"name": "b", "url_env": "X", ` + mail + `, ` + oauth2("https://login.example.com/t", "S", "")), 1, "oauth2", "give client_id and scope"},
+		{"oauth2's secret variable", route(`"name": "b", "url_env": "X", ` + mail + `, ` + oauth2("https://login.example.com/t", "S-1", "mail")), 1, "oauth2", `"S-1" is not a variable's name`},
+		{"oauth2 with a password written", route(`"name": "b", "url": "smtp://u:p@mail.example.com", ` + mail + `, ` + oauth2("https://login.example.com/t", "S", "mail")), 1, "url", "without user or password"},
+		{"oauth2 missing a member", route(`"name": "b", "url_env": "X", ` + mail + `, "oauth2": {"token_url": "https://login.example.com/t"}`), 1, "oauth2", "give client_id and scope"},
 		{"a webhook to someone", route(`"name": "b", "url_env": "X", "to": ["t@example.com"]`), 1, "from", "e-mail route's"},
 		{"after a negative wait", route(`"name": "b", "url_env": "X", "after": "-1h"`), 1, "after", "not a positive duration"},
 		{"after, of runs that ended", route(`"name": "b", "url_env": "X", "after": "1h", "kinds": ["approval_waiting", "run_ended"]`), 1, "kinds", "run_ended is no run waiting"},
@@ -453,6 +470,7 @@ func FuzzParseRoutes(f *testing.F) {
 	f.Add([]byte(`{"routes": [{"name": "a", "url": "https://x.example/h", "kinds": ["run_ended"]}]}`), false)
 	f.Add([]byte("routes:\n  - name: a\n    url_env: X\n    workflows: [w]\n"), true)
 	f.Add([]byte(`{"routes": [{"name": "a", "url_env": "X"}, {"name": "a", "url_env": "Y"}]}`), false)
+	f.Add([]byte(`{"routes": [{"name": "m", "url": "smtp://a%40b.example@mail.example.com", "format": "email", "from": "a@b.example", "to": ["c@d.example"], "oauth2": {"token_url": "https://login.example.com/t", "client_id": "c", "client_secret_env": "S", "scope": "mail"}}]}`), false)
 	f.Fuzz(func(t *testing.T, data []byte, yaml bool) {
 		specs, err := ParseRoutes(data, yaml)
 		if err != nil {

@@ -86,7 +86,19 @@ func (f noticeFlags) routeConfigs() ([]notify.Route, error) {
 			}
 		}
 		if sp.Format == notify.FormatEmail {
-			routes[i] = r // not signed: the mail server's credentials are in its URL
+			// Not signed: the mail server's credentials are in its URL, or
+			// are an OAuth 2.0 client's.
+			if o := sp.OAuth2; o != nil {
+				secret, err := env.Value(o.ClientSecretEnv)
+				if err != nil {
+					return nil, usagef("--notify-routes: route %q: %v", sp.Name, err)
+				}
+				if secret == "" {
+					return nil, usagef("--notify-routes: route %q: set %s (or %s%s) to its OAuth 2.0 client's secret", sp.Name, o.ClientSecretEnv, o.ClientSecretEnv, bundle.FileSuffix)
+				}
+				r.OAuth2 = &notify.OAuth2{TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: secret, Scope: o.Scope}
+			}
+			routes[i] = r
 			continue
 		}
 		name := cmp.Or(sp.SecretEnv, f.secretEnv)
@@ -403,7 +415,11 @@ func (f noticeFlags) routesFingerprint() [sha256.Size]byte {
 	}
 	env := bundle.OSEnv()
 	for _, sp := range specs {
-		for _, name := range []string{sp.URLEnv, cmp.Or(sp.SecretEnv, f.secretEnv)} {
+		names := []string{sp.URLEnv, cmp.Or(sp.SecretEnv, f.secretEnv)}
+		if sp.OAuth2 != nil {
+			names = append(names, sp.OAuth2.ClientSecretEnv)
+		}
+		for _, name := range names {
 			if name == "" {
 				continue
 			}

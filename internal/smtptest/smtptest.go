@@ -1,5 +1,6 @@
 // Package smtptest runs a mail server for tests of e-mail delivery: it
-// speaks enough SMTP (EHLO, STARTTLS, AUTH PLAIN or LOGIN, MAIL, RCPT, DATA, RSET,
+// speaks enough SMTP (EHLO, STARTTLS, AUTH PLAIN, LOGIN, XOAUTH2 or
+// OAUTHBEARER, MAIL, RCPT, DATA, RSET,
 // NOOP, QUIT) for net/smtp's client, records what it was sent, and
 // answers the end of a message as its script says.
 package smtptest
@@ -21,7 +22,7 @@ type Message struct {
 	To         []string
 	Data       []byte
 	TLS        bool   // sent over TLS (STARTTLS or from the first byte)
-	User, Pass string // AUTH's, "" without
+	User, Pass string // AUTH's, "" without (Pass the access token with XOAUTH2 or OAUTHBEARER)
 	Mechanism  string // the AUTH mechanism used, "" without
 	Code       int    // what the server answered its end with
 }
@@ -38,6 +39,7 @@ type Server struct {
 	script   []int // answers to the ends of messages, then 250
 	rcpt     map[string]int
 	auth     string // the mechanisms EHLO offers
+	tokens   func(string) bool
 	msgs     []Message
 	wg       sync.WaitGroup
 }
@@ -46,13 +48,17 @@ type Server struct {
 // from the first byte with Implicit), offering the AUTH mechanisms Auth
 // names ("PLAIN" when empty; "LOGIN", or "PLAIN LOGIN"), answering the
 // ends of messages with Script (250 once it runs out) and the
-// recipients RefuseRcpt names with their code.
+// recipients RefuseRcpt names with their code. With XOAUTH2 or
+// OAUTHBEARER, Tokens says which access tokens it takes (every one when
+// nil); one it refuses is answered as Gmail and Microsoft 365 do, a 334
+// with an error in JSON and, after the client's empty line, 535.
 type Options struct {
 	TLS        *tls.Config
 	Implicit   bool
 	Auth       string
 	Script     []int
 	RefuseRcpt map[string]int
+	Tokens     func(token string) bool
 }
 
 // Start starts a server, stopped when the test ends.
@@ -62,7 +68,7 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Addr: ln.Addr().String(), ln: ln, tls: o.TLS, implicit: o.Implicit, script: o.Script, rcpt: o.RefuseRcpt, auth: o.Auth}
+	s := &Server{Addr: ln.Addr().String(), ln: ln, tls: o.TLS, implicit: o.Implicit, script: o.Script, rcpt: o.RefuseRcpt, auth: o.Auth, tokens: o.Tokens}
 	if s.auth == "" {
 		s.auth = "PLAIN"
 	}
@@ -177,6 +183,20 @@ func (s *Server) serve(c net.Conn) {
 					continue
 				}
 				m.User, m.Pass = answers[0], answers[1]
+			case "XOAUTH2", "OAUTHBEARER":
+				user, token, ok := bearer(mech, resp)
+				if ok && s.tokens != nil && !s.tokens(token) {
+					reply("334 %s", base64.StdEncoding.EncodeToString([]byte(`{"status":"401","schemes":"bearer"}`)))
+					if _, err := tp.ReadLine(); err != nil {
+						return
+					}
+					ok = false
+				}
+				if !ok {
+					reply("535 5.7.3 authentication unsuccessful")
+					continue
+				}
+				m.User, m.Pass = user, token
 			}
 			m.Mechanism = mech
 			reply("235 ok")
@@ -231,4 +251,32 @@ func addr(arg string) string {
 	_, a, _ := strings.Cut(arg, ":")
 	a, _, _ = strings.Cut(strings.TrimSpace(a), " ")
 	return strings.Trim(a, "<>")
+}
+
+// bearer reads an XOAUTH2 or OAUTHBEARER initial response: the user and
+// the access token.
+func bearer(mech, resp string) (user, token string, ok bool) {
+	b, err := base64.StdEncoding.DecodeString(resp)
+	if err != nil {
+		return "", "", false
+	}
+	fields := strings.Split(string(b), "\x01")
+	if mech == "OAUTHBEARER" {
+		// "n,a=USER," then the same key=value fields.
+		gs2, rest, found := strings.Cut(string(b), ",\x01")
+		if !found || !strings.HasPrefix(gs2, "n,a=") {
+			return "", "", false
+		}
+		user = strings.NewReplacer("=2C", ",", "=3D", "=").Replace(strings.TrimPrefix(gs2, "n,a="))
+		fields = strings.Split(rest, "\x01")
+	}
+	for _, f := range fields {
+		switch {
+		case strings.HasPrefix(f, "user=") && mech == "XOAUTH2":
+			user = strings.TrimPrefix(f, "user=")
+		case strings.HasPrefix(f, "auth=Bearer "):
+			token = strings.TrimPrefix(f, "auth=Bearer ")
+		}
+	}
+	return user, token, user != "" && token != "" && strings.HasSuffix(string(b), "\x01\x01")
 }

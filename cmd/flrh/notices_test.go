@@ -275,6 +275,8 @@ func TestNotifyFlagsChecked(t *testing.T) {
 		return f
 	}
 	good := routes("good.json", `{"routes": [{"name": "a", "url_env": "HOOK_URL"}]}`)
+	o365 := routes("o365.yaml", "routes:\n  - name: o365\n    url_env: MAIL_URL\n    format: email\n    from: alerts@example.com\n    to: [ops@example.com]\n"+
+		"    oauth2: {token_url: 'https://login.example.com/t', client_id: c, client_secret_env: MAIL_CLIENT_SECRET, scope: mail}\n")
 	badKind := routes("bad.yaml", "routes:\n  - name: a\n    url: http://127.0.0.1:9/h\n  - name: b\n    url: http://127.0.0.1:9/h\n    kinds: [run_paged]\n")
 	for _, tc := range []struct {
 		env  []string
@@ -301,6 +303,8 @@ func TestNotifyFlagsChecked(t *testing.T) {
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef"}, []string{"--notify-routes", good}, `route "a": set HOOK_URL (or HOOK_URL_FILE)`},
 		{[]string{"HOOK_URL=http://127.0.0.1:9/h"}, []string{"--notify-routes", good}, `route "a": set FLRH_NOTIFY_SECRET`},
 		{[]string{"FLRH_NOTIFY_SECRET=0123456789abcdef", "HOOK_URL=ftp://x/T0/s3cr3t"}, []string{"--notify-routes", good}, `route "a": the webhook URL is not`},
+		{[]string{"MAIL_URL=smtp://alerts%40example.com@smtp.example.com"}, []string{"--notify-routes", o365}, `route "o365": set MAIL_CLIENT_SECRET (or MAIL_CLIENT_SECRET_FILE) to its OAuth 2.0 client's secret`},
+		{[]string{"MAIL_URL=smtp://s3cr3t:pw@smtp.example.com", "MAIL_CLIENT_SECRET=s3cr3t"}, []string{"--notify-routes", o365}, `route "o365": with oauth2, the URL holds no password`},
 	} {
 		cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--store", db}, tc.args...)...)
 		cmd.Env = append(os.Environ(), tc.env...)

@@ -151,15 +151,8 @@ func (s *Server) loginToken(w http.ResponseWriter, r *http.Request, _ Principal)
 		aerr.Message = "the identity provider's token is not one this server accepts: " + aerr.Message
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, SignedIn{Token: token, Actor: g.p.Actor, Roles: nonNil(g.p.Roles), ExpiresAt: g.expires.UTC().Format(time.RFC3339)})
+	writeJSON(w, http.StatusOK, SignedIn{Token: token, Actor: g.p.Actor, Roles: nonNilStrings(g.p.Roles), ExpiresAt: g.expires.UTC().Format(time.RFC3339)})
 	return nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // exchange trades an authorization code for the token the configuration

@@ -140,7 +140,7 @@ func (n *Notifier) fetchToken(ctx context.Context, o OAuth2) (token string, life
 		}
 	}
 	if secs <= 0 {
-		secs = 300 // none said: kept briefly, fetched again soon
+		secs = 300 // none said: kept five minutes, fetched again then
 	}
 	return a.AccessToken, time.Duration(secs) * time.Second, ""
 }

@@ -199,11 +199,10 @@ func (n *Notifier) sendEmail(ctx context.Context, r *Route, no store.Notice) (wh
 // over TLS or to this machine (net/smtp's PlainAuth refuses otherwise;
 // loginAuth does the same).
 func chooseAuth(c *smtp.Client, user, pass, host string) (smtp.Auth, string) {
-	ok, offered := c.Extension("AUTH")
+	mechs, offered, ok := authOffered(c)
 	if !ok {
 		return nil, "the mail server offers no AUTH, and the URL names a user"
 	}
-	mechs := strings.Fields(strings.ToUpper(offered))
 	switch {
 	case slices.Contains(mechs, "PLAIN"):
 		return smtp.PlainAuth("", user, pass, host), ""
@@ -211,6 +210,13 @@ func chooseAuth(c *smtp.Client, user, pass, host string) (smtp.Auth, string) {
 		return &loginAuth{user: user, pass: pass, host: host}, ""
 	}
 	return nil, "the mail server offers AUTH " + offered + ", neither PLAIN nor LOGIN"
+}
+
+// authOffered is what the server's EHLO offered for AUTH: the mechanisms
+// upper-cased, and as it wrote them; ok is false when it offers no AUTH.
+func authOffered(c *smtp.Client) (mechs []string, offered string, ok bool) {
+	ok, offered = c.Extension("AUTH")
+	return strings.Fields(strings.ToUpper(offered)), offered, ok
 }
 
 // loginAuth is the LOGIN mechanism: the server prompts for the user name

@@ -157,11 +157,10 @@ func clip(s string) string {
 // chooseOAuth picks XOAUTH2, or OAUTHBEARER where the server offers only
 // that, to log in to user's mailbox with token.
 func chooseOAuth(c *smtp.Client, user, token, host string) (smtp.Auth, string) {
-	ok, offered := c.Extension("AUTH")
+	mechs, offered, ok := authOffered(c)
 	if !ok {
 		return nil, "the mail server offers no AUTH, and the route logs in with oauth2"
 	}
-	mechs := strings.Fields(strings.ToUpper(offered))
 	switch {
 	case slices.Contains(mechs, "XOAUTH2"):
 		return &bearerAuth{mech: "XOAUTH2", user: user, token: token, host: host}, ""

@@ -54,6 +54,20 @@ func (ti *tokenIssuer) count() int {
 	return len(ti.issued)
 }
 
+// oauthMail serves ti as a token endpoint and a mail server with o, and
+// returns the mail server and a notifier with one e-mail route through
+// it that logs in as alerts@example.com with scope.
+func oauthMail(t *testing.T, f *fixture, ti *tokenIssuer, o smtptest.Options, scope string) (*smtptest.Server, *Notifier) {
+	t.Helper()
+	ts := httptest.NewServer(ti)
+	t.Cleanup(ts.Close)
+	srv, pki := mailServer(t, o)
+	route := Route{Name: "mail", URL: "smtp://alerts%40example.com@localhost:" + srv.Port(), Format: FormatEmail,
+		From: "alerts@example.com", To: []string{"ops@example.com"},
+		OAuth2: &OAuth2{TokenURL: ts.URL + "/oauth2/v2.0/token", ClientID: "flrh-mailer", ClientSecret: "s3cret:&/x", Scope: scope}}
+	return srv, f.routed("a", []Route{route}, func(cfg *Config) { cfg.RootCAs = pki.Pool() })
+}
+
 // An e-mail route with oauth2 logs in to the mailbox with an access token
 // (XOAUTH2, or OAUTHBEARER where only that is offered) obtained by the
 // client credentials grant, kept until a minute before it expires and
@@ -66,19 +80,13 @@ func TestEmailOAuth2(t *testing.T) {
 		t.Run(mech, func(t *testing.T) {
 			f := newFixture(t)
 			ti := &tokenIssuer{life: 3600}
-			ts := httptest.NewServer(ti)
-			t.Cleanup(ts.Close)
 			var refusedMu sync.Mutex
 			refused := map[string]bool{}
-			srv, pki := mailServer(t, smtptest.Options{Auth: "PLAIN LOGIN " + mech, Tokens: func(tok string) bool {
+			srv, n := oauthMail(t, f, ti, smtptest.Options{Auth: "PLAIN LOGIN " + mech, Tokens: func(tok string) bool {
 				refusedMu.Lock()
 				defer refusedMu.Unlock()
 				return !refused[tok]
-			}})
-			route := Route{Name: "mail", URL: "smtp://alerts%40example.com@localhost:" + srv.Port(), Format: FormatEmail,
-				From: "alerts@example.com", To: []string{"ops@example.com"},
-				OAuth2: &OAuth2{TokenURL: ts.URL + "/oauth2/v2.0/token", ClientID: "flrh-mailer", ClientSecret: "s3cret:&/x", Scope: "https://outlook.office365.com/.default"}}
-			n := f.routed("a", []Route{route}, func(cfg *Config) { cfg.RootCAs = pki.Pool() })
+			}}, "https://outlook.office365.com/.default")
 
 			f.ended("r1")
 			f.pass(n, 1)
@@ -137,14 +145,7 @@ func TestEmailOAuth2Failures(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
-			ti := &tokenIssuer{life: c.life, refuse: c.refuse}
-			ts := httptest.NewServer(ti)
-			t.Cleanup(ts.Close)
-			srv, pki := mailServer(t, smtptest.Options{Auth: c.offers})
-			route := Route{Name: "mail", URL: "smtp://alerts%40example.com@localhost:" + srv.Port(), Format: FormatEmail,
-				From: "alerts@example.com", To: []string{"ops@example.com"},
-				OAuth2: &OAuth2{TokenURL: ts.URL + "/token", ClientID: "flrh-mailer", ClientSecret: "s3cret:&/x", Scope: "mail"}}
-			n := f.routed("a", []Route{route}, func(cfg *Config) { cfg.RootCAs = pki.Pool() })
+			srv, n := oauthMail(t, f, &tokenIssuer{life: c.life, refuse: c.refuse}, smtptest.Options{Auth: c.offers}, "mail")
 			f.ended("r1")
 			f.pass(n, 1)
 			b, err := f.store.NoticeBacklog(ctx)
@@ -161,13 +162,7 @@ func TestEmailOAuth2Failures(t *testing.T) {
 	for _, life := range []any{"7200", nil} {
 		f := newFixture(t)
 		ti := &tokenIssuer{life: life}
-		ts := httptest.NewServer(ti)
-		t.Cleanup(ts.Close)
-		srv, pki := mailServer(t, smtptest.Options{Auth: "XOAUTH2"})
-		route := Route{Name: "mail", URL: "smtp://alerts%40example.com@localhost:" + srv.Port(), Format: FormatEmail,
-			From: "alerts@example.com", To: []string{"ops@example.com"},
-			OAuth2: &OAuth2{TokenURL: ts.URL + "/token", ClientID: "flrh-mailer", ClientSecret: "s3cret:&/x", Scope: "mail"}}
-		n := f.routed("a", []Route{route}, func(cfg *Config) { cfg.RootCAs = pki.Pool() })
+		srv, n := oauthMail(t, f, ti, smtptest.Options{Auth: "XOAUTH2"}, "mail")
 		f.ended("r1")
 		f.pass(n, 1)
 		f.clock.Advance(3 * time.Minute)

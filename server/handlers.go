@@ -32,6 +32,7 @@ var routes = []route{
 	// Sign-in to the web UI through the identity provider (login.go).
 	{Method: "GET", Pattern: "/v1/login", Perm: permPublic, handle: (*Server).loginInfo},
 	{Method: "POST", Pattern: "/v1/login/token", Perm: permPublic, Body: "login_token", handle: (*Server).loginToken},
+	{Method: "POST", Pattern: "/v1/login/refresh", Perm: permPublic, Body: "login_refresh", handle: (*Server).loginRefresh},
 	{Method: "GET", Pattern: "/v1/workflows", Perm: permRead, handle: (*Server).listWorkflows},
 	{Method: "GET", Pattern: "/v1/runs", Perm: permRead, handle: (*Server).listRuns},
 	{Method: "GET", Pattern: "/v1/approvals", Perm: permRead, handle: (*Server).listApprovals},

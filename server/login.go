@@ -16,8 +16,8 @@ import (
 )
 
 // Sign-in to the web UI through the identity provider: the OAuth 2.0
-// authorization code flow with PKCE (RFC 7636), the code exchanged by the
-// server. The UI asks GET /v1/login where to send the person, sends them
+// authorization code flow with PKCE (RFC 7636), the code (and later the
+// refresh token) exchanged by the server. The UI asks GET /v1/login where to send the person, sends them
 // there with an S256 challenge of a verifier it keeps, and is sent back
 // to /ui/ with a code; POST /v1/login/token exchanges the code and the
 // verifier at the provider's token endpoint (with the client's secret, for
@@ -95,10 +95,13 @@ type LoginToken struct {
 // SignedIn is POST /v1/login/token's answer: the token to present, and
 // who it says the person is.
 type SignedIn struct {
-	Token     string   `json:"token"`
-	Actor     string   `json:"actor"`
-	Roles     []string `json:"roles"`
-	ExpiresAt string   `json:"expires_at"`
+	Token string `json:"token"`
+	// RefreshToken, when the provider gave one, gets a new token before
+	// this one expires (POST /v1/login/refresh).
+	RefreshToken string   `json:"refresh_token,omitempty"`
+	Actor        string   `json:"actor"`
+	Roles        []string `json:"roles"`
+	ExpiresAt    string   `json:"expires_at"`
 }
 
 // signIn returns the identity provider people sign in through, or the
@@ -140,32 +143,62 @@ func (s *Server) loginToken(w http.ResponseWriter, r *http.Request, _ Principal)
 	if u, err := url.Parse(req.RedirectURI); err != nil || u.Host != r.Host || u.Path != webui.Prefix || u.RawQuery != "" || u.Fragment != "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/redirect_uri", "the web UI's own address is expected: SCHEME://%s%s", r.Host, webui.Prefix)
 	}
-	token, aerr := id.exchange(r.Context(), ep.token, req)
+	return id.signedIn(w, r, ep.token, url.Values{"grant_type": {"authorization_code"}, "code": {req.Code}, "redirect_uri": {req.RedirectURI},
+		"code_verifier": {req.CodeVerifier}}, "")
+}
+
+// LoginRefresh is the body of POST /v1/login/refresh.
+type LoginRefresh struct {
+	RefreshToken string `json:"refresh_token"`
+}
+
+// loginRefresh trades the refresh token a sign-in answered for a new
+// token before the one in use expires (RFC 6749 §6), so that a person
+// stays signed in for as long as the provider lets them.
+func (s *Server) loginRefresh(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	id, ep, err := s.signIn()
+	if err != nil {
+		return err
+	}
+	var req LoginRefresh
+	if err := s.decode(w, r, "login_refresh", &req); err != nil {
+		return err
+	}
+	return id.signedIn(w, r, ep.token, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {req.RefreshToken}}, req.RefreshToken)
+}
+
+// signedIn asks the token endpoint for tokens with form (the client
+// named, and authenticated with its secret when it has one), verifies
+// the token the configuration names as every bearer token is — so that a
+// provider whose tokens this server would refuse says so now, at sign-in
+// — and answers it, with the refresh token the provider gave (or, when
+// it gave none, kept: the one the request presented).
+func (id *Identity) signedIn(w http.ResponseWriter, r *http.Request, endpoint string, form url.Values, kept string) error {
+	token, refresh, aerr := id.exchange(r.Context(), endpoint, form)
 	if aerr != nil {
 		return aerr
 	}
-	// Verified as every bearer token is, so that a provider whose tokens
-	// this server would refuse says so now, at sign-in.
 	g, _, aerr := id.verify(r.Context(), token, time.Now())
 	if aerr != nil {
 		aerr.Message = "the identity provider's token is not one this server accepts: " + aerr.Message
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, SignedIn{Token: token, Actor: g.p.Actor, Roles: nonNilStrings(g.p.Roles), ExpiresAt: g.expires.UTC().Format(time.RFC3339)})
+	writeJSON(w, http.StatusOK, SignedIn{Token: token, RefreshToken: cmp.Or(refresh, kept), Actor: g.p.Actor, Roles: nonNilStrings(g.p.Roles),
+		ExpiresAt: g.expires.Add(-id.verifier.Leeway).UTC().Format(time.RFC3339)})
 	return nil
 }
 
-// exchange trades an authorization code for the token the configuration
-// names (RFC 6749 §4.1.3, with RFC 7636's code_verifier).
-func (id *Identity) exchange(ctx context.Context, endpoint string, req LoginToken) (string, *Error) {
+// exchange posts form to the token endpoint (RFC 6749 §4.1.3, with RFC
+// 7636's code_verifier, or §6) and returns the token the configuration
+// names and the refresh token, if the provider gave one.
+func (id *Identity) exchange(ctx context.Context, endpoint string, form url.Values) (token, refresh string, aerr *Error) {
 	l := id.cfg.Login
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {req.Code}, "redirect_uri": {req.RedirectURI},
-		"code_verifier": {req.CodeVerifier}, "client_id": {l.ClientID}}
+	form.Set("client_id", l.ClientID)
 	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint: %v", err)
+		return "", "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint: %v", err)
 	}
 	hreq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	hreq.Header.Set("Accept", "application/json")
@@ -174,30 +207,32 @@ func (id *Identity) exchange(ctx context.Context, endpoint string, req LoginToke
 	}
 	resp, err := id.client.Do(hreq)
 	if err != nil {
-		return "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint did not answer: %v", err)
+		return "", "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint did not answer: %v", err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var answer struct {
-		IDToken     string `json:"id_token"`
-		AccessToken string `json:"access_token"`
-		Error       string `json:"error"`
-		Description string `json:"error_description"`
+		IDToken      string `json:"id_token"`
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+		Error        string `json:"error"`
+		Description  string `json:"error_description"`
 	}
 	json.Unmarshal(body, &answer)
 	if resp.StatusCode != http.StatusOK {
-		// RFC 6749 §5.2: a refused code is a 400 with an error code.
+		// RFC 6749 §5.2: a refused code or refresh token is a 400 with an
+		// error code.
 		if answer.Error != "" {
-			return "", apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "the identity provider refused the sign-in: %s", strings.TrimSuffix(answer.Error+": "+answer.Description, ": "))
+			return "", "", apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "the identity provider refused the sign-in: %s", strings.TrimSuffix(answer.Error+": "+answer.Description, ": "))
 		}
-		return "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint answered %s", resp.Status)
+		return "", "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint answered %s", resp.Status)
 	}
-	token := answer.IDToken
+	token = answer.IDToken
 	if l.Token == "access_token" {
 		token = answer.AccessToken
 	}
 	if token == "" {
-		return "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider answered no %s", l.Token)
+		return "", "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider answered no %s", l.Token)
 	}
-	return token, nil
+	return token, answer.RefreshToken, nil
 }

@@ -194,3 +194,65 @@ func TestSignInConfiguration(t *testing.T) {
 		t.Fatalf("named endpoints: %v %+v", err, cfg)
 	}
 }
+
+// TestSignInRefresh: the refresh token a sign-in answered gets a new
+// token that authenticates, and a new refresh token where the provider
+// rotates them (the old one then refused, saying why), the same one where
+// it does not; bad bodies and a server without sign-in refused.
+func TestSignInRefresh(t *testing.T) {
+	k1 := testidp.MustSigner(t, "ES256", "k1")
+	p := testidp.NewServer(t, k1)
+	p.SignInAs("alice", "payments-approvers")
+	f := newFixture(t, tokenFileText, withIdentity(newIdentity(t, signInConfig(t, p, ""))))
+	redirect := f.ts.URL + "/ui/"
+	info := f.get("/v1/login", "").json(t)
+	signIn := func() SignedIn {
+		t.Helper()
+		code, verifier := authorize(t, info, redirect)
+		a := f.post("/v1/login/token", "", exchangeBody(code, verifier, redirect))
+		var in SignedIn
+		if a.status != 200 || json.Unmarshal(a.body, &in) != nil || in.RefreshToken == "" {
+			t.Fatalf("sign-in: %d %s", a.status, a.body)
+		}
+		return in
+	}
+	refresh := func(rt string) (int, SignedIn, string) {
+		t.Helper()
+		b, _ := json.Marshal(LoginRefresh{RefreshToken: rt})
+		a := f.post("/v1/login/refresh", "", string(b))
+		var in SignedIn
+		json.Unmarshal(a.body, &in)
+		return a.status, in, string(a.body)
+	}
+	first := signIn()
+	status, next, body := refresh(first.RefreshToken)
+	if status != 200 || next.Token == "" || next.RefreshToken == "" || next.RefreshToken == first.RefreshToken || next.Actor != "alice" || next.ExpiresAt == "" {
+		t.Fatalf("refresh: %d %s", status, body)
+	}
+	if w := f.get("/v1/whoami", next.Token); w.status != 200 || w.json(t)["actor"] != "alice" {
+		t.Fatalf("the refreshed token: %d %s", w.status, w.body)
+	}
+	if status, _, body := refresh(first.RefreshToken); status != 401 || !strings.Contains(body, "invalid_grant: unknown or used refresh token") {
+		t.Fatalf("a used refresh token: %d %s", status, body)
+	}
+	if p.Refreshes() != 1 {
+		t.Fatalf("%d refreshes", p.Refreshes())
+	}
+	// A provider that does not rotate: the refresh token presented is
+	// kept, and good again.
+	p.KeepRefreshTokens()
+	kept := signIn()
+	for range 2 {
+		if status, again, body := refresh(kept.RefreshToken); status != 200 || again.RefreshToken != kept.RefreshToken {
+			t.Fatalf("a refresh token not rotated: %d %s", status, body)
+		}
+	}
+	for _, bad := range []string{`{}`, `{"refresh_token":""}`, `{"refresh_token":"a b"}`, `{"refresh_token":"x","code":"y"}`} {
+		if a := f.post("/v1/login/refresh", "", bad); a.status != 422 {
+			t.Fatalf("%s: %d %s", bad, a.status, a.body)
+		}
+	}
+	if a := newFixture(t, tokenFileText).post("/v1/login/refresh", "", `{"refresh_token":"x"}`); a.status != 404 {
+		t.Fatalf("refresh without sign-in: %d %s", a.status, a.body)
+	}
+}

@@ -14,16 +14,17 @@ var openAPIDoc []byte
 // bodySchemaNames maps each request schema to its name in the OpenAPI
 // document's components.
 var bodySchemaNames = map[string]string{
-	"start_run":    "StartRun",
-	"submit_input": "SubmitInput",
-	"approve":      "Approve",
-	"deny":         "Deny",
-	"cancel":       "Cancel",
-	"reconcile":    "Reconcile",
-	"release":      "Release",
-	"choose":       "Choose",
-	"mrp":          "MRPTransition",
-	"login_token":  "LoginToken",
+	"start_run":     "StartRun",
+	"submit_input":  "SubmitInput",
+	"approve":       "Approve",
+	"deny":          "Deny",
+	"cancel":        "Cancel",
+	"reconcile":     "Reconcile",
+	"release":       "Release",
+	"choose":        "Choose",
+	"mrp":           "MRPTransition",
+	"login_token":   "LoginToken",
+	"login_refresh": "LoginRefresh",
 }
 
 // OpenAPI returns the API's OpenAPI 3.1 document: the hand-written

@@ -5,6 +5,7 @@
 package testidp
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -210,7 +211,11 @@ type Server struct {
 	groups       []string
 	refuseWith   string
 	codes        map[string]grantedCode
+	refresh      map[string]grantedCode // refresh tokens given, each good once
 	exchanges    atomic.Int64
+	refreshes    atomic.Int64
+	tokenLife    time.Duration
+	sameRefresh  bool
 }
 
 type grantedCode struct {
@@ -221,7 +226,7 @@ type grantedCode struct {
 // NewServer starts a provider publishing signers' keys; it stops with
 // the test.
 func NewServer(t testing.TB, signers ...*Signer) *Server {
-	s := &Server{keySet: KeySet(signers...), status: http.StatusOK, ClientID: "flrh-ui", codes: map[string]grantedCode{}}
+	s := &Server{keySet: KeySet(signers...), status: http.StatusOK, ClientID: "flrh-ui", codes: map[string]grantedCode{}, refresh: map[string]grantedCode{}}
 	if len(signers) > 0 {
 		s.signer = signers[0]
 	}
@@ -279,6 +284,25 @@ func (s *Server) RefuseWith(code string) {
 // Exchanges counts the codes exchanged at /token.
 func (s *Server) Exchanges() int { return int(s.exchanges.Load()) }
 
+// SetTokenLife makes the tokens /token issues live d (5 minutes by
+// default).
+func (s *Server) SetTokenLife(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokenLife = d
+}
+
+// KeepRefreshTokens makes a refresh token good after use, and a refresh
+// answered with no new one, as providers that do not rotate them do.
+func (s *Server) KeepRefreshTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sameRefresh = true
+}
+
+// Refreshes counts the refresh tokens traded at /token.
+func (s *Server) Refreshes() int { return int(s.refreshes.Load()) }
+
 // authorize signs the person in at once and sends them back with a code
 // (RFC 6749 §4.1.2), or with an error when the request is not one a
 // provider would take.
@@ -334,6 +358,22 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.PostForm.Get("grant_type") == "refresh_token" {
+		s.mu.Lock()
+		g, ok := s.refresh[r.PostForm.Get("refresh_token")]
+		rotate := !s.sameRefresh
+		if rotate {
+			delete(s.refresh, r.PostForm.Get("refresh_token")) // good once
+		}
+		s.mu.Unlock()
+		if !ok || r.PostForm.Get("client_id") != s.ClientID {
+			fail("invalid_grant", "unknown or used refresh token")
+			return
+		}
+		s.refreshes.Add(1)
+		s.issue(w, g, rotate)
+		return
+	}
 	s.mu.Lock()
 	g, ok := s.codes[r.PostForm.Get("code")]
 	delete(s.codes, r.PostForm.Get("code"))
@@ -350,15 +390,32 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_grant", "PKCE verification failed")
 	default:
 		s.exchanges.Add(1)
-		now := time.Now()
-		claims := map[string]any{"iss": s.URL, "aud": s.ClientID, "sub": "u-" + g.person, "preferred_username": g.person,
-			"iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(), "realm_access": map[string]any{"roles": g.groups}}
-		access := maps.Clone(claims)
-		access["aud"] = "account"
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"token_type": "Bearer", "expires_in": 300,
-			"id_token": s.signer.Token(claims, nil), "access_token": s.signer.Token(access, map[string]any{"typ": "at+jwt"})})
+		s.issue(w, g, true)
 	}
+}
+
+// issue answers tokens for g's person: an ID token for the client, an
+// access token, and with newRefresh a refresh token.
+func (s *Server) issue(w http.ResponseWriter, g grantedCode, newRefresh bool) {
+	now := time.Now()
+	s.mu.Lock()
+	life := cmp.Or(s.tokenLife, 5*time.Minute)
+	s.mu.Unlock()
+	claims := map[string]any{"iss": s.URL, "aud": s.ClientID, "sub": "u-" + g.person, "preferred_username": g.person,
+		"iat": now.Unix(), "exp": now.Add(life).Unix(), "realm_access": map[string]any{"roles": g.groups}}
+	access := maps.Clone(claims)
+	access["aud"] = "account"
+	answer := map[string]any{"token_type": "Bearer", "expires_in": int(life.Seconds()),
+		"id_token": s.signer.Token(claims, nil), "access_token": s.signer.Token(access, map[string]any{"typ": "at+jwt"})}
+	if newRefresh {
+		s.mu.Lock()
+		rt := fmt.Sprintf("rt-%d-%d", len(s.refresh), s.refreshes.Load()+s.exchanges.Load())
+		s.refresh[rt] = g
+		s.mu.Unlock()
+		answer["refresh_token"] = rt
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(answer)
 }
 
 func (s *Server) refusal() string {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -22,6 +23,9 @@ func TestBrowserSignIn(t *testing.T) {
 	w := newWorld(t)
 	idp := testidp.NewServer(t, testidp.MustSigner(t, "EdDSA", "k1"))
 	idp.SignInAs("finance-lead", "payments-approvers")
+	// Tokens living 65 s: the page trades its refresh token for the next
+	// 5 s after signing in (a minute before expiry).
+	idp.SetTokenLife(65 * time.Second)
 	cfg, err := server.ParseIdentityConfig([]byte(`{"issuer":"`+idp.URL+`","audience":"flrh-ui","actor_claim":"preferred_username",
  "roles_claim":"/realm_access/roles","roles":{"payments-approvers":["approver","operator"]},"login":{"client_id":"flrh-ui","scope":"openid profile"}}`), t.TempDir())
 	if err != nil {
@@ -61,6 +65,20 @@ func TestBrowserSignIn(t *testing.T) {
 	}
 	w.checkA11y("signed in through the provider")
 	w.shot("20-signed-in")
+
+	// Before the token expires the page gets the next with the refresh
+	// token, and goes on speaking for the same person.
+	deadline := time.Now().Add(30 * time.Second)
+	for value(w, "the token kept", chromedp.Evaluate[string](`sessionStorage.getItem('flrh.token') || ''`)) == token {
+		if time.Now().After(deadline) {
+			t.Fatalf("the token was not renewed (%d refreshes)", idp.Refreshes())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if idp.Refreshes() < 1 {
+		t.Fatal("a new token without a refresh")
+	}
+	w.run("still signed in after the refresh", waitText("#whoami", "finance-lead (approver, operator)"))
 
 	// A code this tab did not ask for: refused before it reaches the
 	// server, the person still signed in as before.

@@ -6,7 +6,7 @@ import { replace } from './dom.js';
 import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { inboxPage, waitingApprovals } from './inbox.js';
-import { signInOffered, beginSignIn, finishSignIn } from './signin.js';
+import { signInOffered, beginSignIn, finishSignIn, keepSignedIn, forgetSignIn } from './signin.js';
 
 const main = document.getElementById('main');
 const statusEl = document.getElementById('status');
@@ -86,12 +86,14 @@ async function inboxCount() {
 document.getElementById('token-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
   const input = document.getElementById('token-input');
+  forgetSignIn(); // a token pasted replaces a signed-in one
   setToken(input.value.trim());
   input.value = '';
   whoami().then(route);
   inboxCount();
 });
 document.getElementById('token-clear').addEventListener('click', () => {
+  forgetSignIn();
   setToken('');
   whoami().then(route);
 });
@@ -123,5 +125,11 @@ finishSignIn().then(
   inboxCount();
   setInterval(inboxCount, 5000);
   offerSignIn();
+  // A new token before this one expires; the header says who it speaks
+  // for, and a refusal that the person must sign in again.
+  keepSignedIn((got, e) => {
+    whoami();
+    if (e) say('signed out: ' + (e instanceof ApiError ? e.describe() : e.message) + '; sign in again', 'error');
+  });
   return whoami().then(route).then(tell);
 });

@@ -2,11 +2,14 @@
 // the OAuth 2.0 authorization code flow with PKCE (RFC 7636). The verifier
 // and the state stay in this tab's sessionStorage, the server exchanges
 // the code (POST /v1/login/token), and the token it answers is kept as a
-// pasted one is.
+// pasted one is; its refresh token gets the next before it expires
+// (POST /v1/login/refresh).
 
 import { get, post, setToken, ApiError } from './api.js';
 
 const FLOW = 'flrh.signin';
+const REFRESH = 'flrh.refresh'; // the refresh token a sign-in answered
+const EXPIRES = 'flrh.expires'; // when the token in use expires
 
 function b64url(bytes) {
   let s = '';
@@ -67,6 +70,53 @@ export async function finishSignIn() {
     throw new Error('the identity provider refused the sign-in: ' + why);
   }
   const got = await post('/v1/login/token', { code: q.get('code'), code_verifier: flow.verifier, redirect_uri: flow.redirect });
-  setToken(got.token);
+  keep(got);
   return got;
+}
+
+// keep puts a signed-in answer's token in use, and its refresh token (if
+// the provider gave one) and expiry where keepSignedIn finds them.
+function keep(got) {
+  setToken(got.token);
+  if (got.refresh_token) {
+    sessionStorage.setItem(REFRESH, got.refresh_token);
+    sessionStorage.setItem(EXPIRES, got.expires_at);
+  } else {
+    forgetSignIn();
+  }
+}
+
+let timer = null;
+
+// keepSignedIn trades the refresh token for a new token before the one in
+// use expires — three quarters into what is left of its life, and a
+// minute before it ends at the latest — and again for each new one, so
+// that a person stays signed in as long as the provider lets them.
+// changed(got) is told of each new token; changed(null, error) when the
+// provider would not, and the person must sign in again.
+export function keepSignedIn(changed) {
+  clearTimeout(timer);
+  const rt = sessionStorage.getItem(REFRESH);
+  const left = Date.parse(sessionStorage.getItem(EXPIRES) || '') - Date.now();
+  if (!rt || Number.isNaN(left)) return;
+  const wait = Math.max(Math.min(left - 60000, left * 0.75), 1000);
+  timer = setTimeout(async () => {
+    try {
+      const got = await post('/v1/login/refresh', { refresh_token: rt });
+      keep(got);
+      changed(got);
+      keepSignedIn(changed);
+    } catch (e) {
+      forgetSignIn();
+      changed(null, e);
+    }
+  }, wait);
+}
+
+// forgetSignIn drops the refresh token: the token in use, if any, is the
+// person's to keep or forget.
+export function forgetSignIn() {
+  clearTimeout(timer);
+  sessionStorage.removeItem(REFRESH);
+  sessionStorage.removeItem(EXPIRES);
 }

@@ -75,6 +75,7 @@ type LoginConfig struct {
 	Token                 string `json:"token,omitempty"`
 	AuthorizationEndpoint string `json:"authorization_endpoint,omitempty"`
 	TokenEndpoint         string `json:"token_endpoint,omitempty"`
+	EndSessionEndpoint    string `json:"end_session_endpoint,omitempty"`
 }
 
 // ParseIdentityConfig reads an identity provider's configuration. dir is
@@ -108,6 +109,11 @@ func ParseIdentityConfig(data []byte, dir string) (*IdentityConfig, error) {
 		}
 	}
 	if l := c.Login; l != nil {
+		if l.EndSessionEndpoint != "" {
+			if err := fetchable(l.EndSessionEndpoint); err != nil {
+				return nil, bad("/login/end_session_endpoint", "%v", err)
+			}
+		}
 		for _, e := range []struct{ ptr, v string }{{"/login/authorization_endpoint", l.AuthorizationEndpoint}, {"/login/token_endpoint", l.TokenEndpoint}} {
 			if e.v == "" {
 				if c.JWKSURI != "" || c.JWKSFile != "" {
@@ -325,6 +331,7 @@ func (id *Identity) keySetBytes(ctx context.Context) ([]byte, error) {
 			JWKSURI               string `json:"jwks_uri"`
 			AuthorizationEndpoint string `json:"authorization_endpoint"`
 			TokenEndpoint         string `json:"token_endpoint"`
+			EndSessionEndpoint    string `json:"end_session_endpoint"`
 		}
 		if err := json.Unmarshal(data, &doc); err != nil {
 			return nil, fmt.Errorf("%s: not a discovery document", disc)
@@ -338,7 +345,7 @@ func (id *Identity) keySetBytes(ctx context.Context) ([]byte, error) {
 			return nil, fmt.Errorf("%s: jwks_uri %w", disc, err)
 		}
 		uri = doc.JWKSURI
-		if err := id.learnEndpoints(doc.AuthorizationEndpoint, doc.TokenEndpoint, disc); err != nil {
+		if err := id.learnEndpoints(doc.AuthorizationEndpoint, doc.TokenEndpoint, doc.EndSessionEndpoint, disc); err != nil {
 			return nil, err
 		}
 	}

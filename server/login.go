@@ -29,18 +29,25 @@ import (
 // loginEndpoints are where people sign in and where codes are exchanged.
 type loginEndpoints struct {
 	authorization, token string
+	// endSession, when the provider has one, is where a person signing
+	// out is sent to end their sign-in at the provider too (OpenID
+	// Connect RP-Initiated Logout).
+	endSession string
 }
 
 // learnEndpoints puts the sign-in endpoints in place: the configuration's
 // where it names them, else those a discovery document (at disc)
 // published.
-func (id *Identity) learnEndpoints(authorization, token, disc string) error {
+func (id *Identity) learnEndpoints(authorization, token, endSession, disc string) error {
 	l := id.cfg.Login
 	if l == nil {
 		return nil
 	}
-	ep := loginEndpoints{cmp.Or(l.AuthorizationEndpoint, authorization), cmp.Or(l.TokenEndpoint, token)}
-	for _, e := range []struct{ name, v string }{{"authorization_endpoint", ep.authorization}, {"token_endpoint", ep.token}} {
+	ep := loginEndpoints{cmp.Or(l.AuthorizationEndpoint, authorization), cmp.Or(l.TokenEndpoint, token), cmp.Or(l.EndSessionEndpoint, endSession)}
+	for _, e := range []struct{ name, v string }{{"authorization_endpoint", ep.authorization}, {"token_endpoint", ep.token}, {"end_session_endpoint", ep.endSession}} {
+		if e.v == "" && e.name == "end_session_endpoint" {
+			continue // optional: signing out then forgets the tokens here only
+		}
 		if e.v == "" {
 			return fmt.Errorf("%s names no %s, which sign-in needs", disc, e.name)
 		}
@@ -61,7 +68,7 @@ func (id *Identity) prepareLogin() error {
 		return nil
 	}
 	if id.login.Load() == nil {
-		if err := id.learnEndpoints("", "", "the configuration"); err != nil {
+		if err := id.learnEndpoints("", "", "", "the configuration"); err != nil {
 			return fmt.Errorf("identity provider %s: %w", id.cfg.Issuer, err)
 		}
 	}
@@ -83,6 +90,12 @@ type LoginInfo struct {
 	// RedirectPath is where the provider must send the person back to on
 	// this server: the web UI.
 	RedirectPath string `json:"redirect_path"`
+	// EndSessionEndpoint, when the provider has one, is where signing out
+	// sends the person, to end their sign-in there too; Token says which
+	// of the provider's tokens the UI holds (id_token or access_token):
+	// an ID token goes with them as the logout's hint.
+	EndSessionEndpoint string `json:"end_session_endpoint,omitempty"`
+	Token              string `json:"token"`
 }
 
 // LoginToken is the body of POST /v1/login/token.
@@ -124,7 +137,8 @@ func (s *Server) loginInfo(w http.ResponseWriter, r *http.Request, _ Principal) 
 		return err
 	}
 	l := id.cfg.Login
-	writeJSON(w, http.StatusOK, LoginInfo{Issuer: id.cfg.Issuer, AuthorizationEndpoint: ep.authorization, ClientID: l.ClientID, Scope: l.Scope, RedirectPath: webui.Prefix})
+	writeJSON(w, http.StatusOK, LoginInfo{Issuer: id.cfg.Issuer, AuthorizationEndpoint: ep.authorization, ClientID: l.ClientID, Scope: l.Scope,
+		RedirectPath: webui.Prefix, EndSessionEndpoint: ep.endSession, Token: l.Token})
 	return nil
 }
 

@@ -70,7 +70,8 @@ func TestSignIn(t *testing.T) {
 		t.Fatalf("login: %d %s", a.status, a.body)
 	}
 	info := a.json(t)
-	if info["authorization_endpoint"] != p.URL+"/authorize" || info["client_id"] != "flrh-ui" || info["scope"] != "openid" || info["redirect_path"] != "/ui/" || info["issuer"] != p.URL {
+	if info["authorization_endpoint"] != p.URL+"/authorize" || info["client_id"] != "flrh-ui" || info["scope"] != "openid" || info["redirect_path"] != "/ui/" || info["issuer"] != p.URL ||
+		info["end_session_endpoint"] != p.URL+"/logout" || info["token"] != "id_token" {
 		t.Fatalf("login: %v", info)
 	}
 	code, verifier := authorize(t, info, redirect)
@@ -192,6 +193,18 @@ func TestSignInConfiguration(t *testing.T) {
  "login":{"client_id":"c","authorization_endpoint":"https://idp.example.com/auth","token_endpoint":"https://idp.example.com/token"}}`), t.TempDir())
 	if err != nil || cfg.Login.Scope != "openid" || cfg.Login.Token != "id_token" {
 		t.Fatalf("named endpoints: %v %+v", err, cfg)
+	}
+	if _, err := ParseIdentityConfig([]byte(`{"issuer":"https://idp.example.com","audience":"a","login":{"client_id":"c","end_session_endpoint":"http://idp.example.com/logout"}}`), t.TempDir()); err == nil || !strings.Contains(err.Error(), "/login/end_session_endpoint") {
+		t.Fatalf("an end-session endpoint over http: %v", err)
+	}
+	// Without an end-session endpoint, sign-in is offered without one.
+	k1 := testidp.MustSigner(t, "EdDSA", "k1")
+	p := testidp.NewServer(t, k1)
+	named := signInConfig(t, p, `,"authorization_endpoint":"`+p.URL+`/authorize","token_endpoint":"`+p.URL+`/token"`)
+	named.JWKSURI = p.URL + "/jwks"
+	f := newFixture(t, tokenFileText, withIdentity(newIdentity(t, named)))
+	if info := f.get("/v1/login", "").json(t); info["authorization_endpoint"] != p.URL+"/authorize" || info["end_session_endpoint"] != nil {
+		t.Fatalf("sign-in without an end-session endpoint: %v", info)
 	}
 }
 

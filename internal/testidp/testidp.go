@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,6 +215,7 @@ type Server struct {
 	refresh      map[string]grantedCode // refresh tokens given, each good once
 	exchanges    atomic.Int64
 	refreshes    atomic.Int64
+	logouts      []url.Values // the queries signing out came with
 	tokenLife    time.Duration
 	sameRefresh  bool
 }
@@ -234,8 +236,9 @@ func NewServer(t testing.TB, signers ...*Signer) *Server {
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"issuer": s.URL, "jwks_uri": s.URL + "/jwks",
-			"authorization_endpoint": s.URL + "/authorize", "token_endpoint": s.URL + "/token"})
+			"authorization_endpoint": s.URL + "/authorize", "token_endpoint": s.URL + "/token", "end_session_endpoint": s.URL + "/logout"})
 	})
+	mux.HandleFunc("GET /logout", s.logout)
 	mux.HandleFunc("GET /authorize", s.authorize)
 	mux.HandleFunc("POST /token", s.token)
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
@@ -422,4 +425,26 @@ func (s *Server) refusal() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.refuseWith
+}
+
+// logout ends a person's sign-in (OpenID Connect RP-Initiated Logout)
+// and sends them back where the client asks.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	back, err := url.Parse(q.Get("post_logout_redirect_uri"))
+	if err != nil || back.Host == "" || q.Get("client_id") != s.ClientID {
+		http.Error(w, "unknown client or redirect", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.logouts = append(s.logouts, q)
+	s.mu.Unlock()
+	http.Redirect(w, r, back.String(), http.StatusFound)
+}
+
+// Logouts are the queries people signed out with, in order.
+func (s *Server) Logouts() []url.Values {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.logouts)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"flrh.dev/flrh/idtoken"
 	"flrh.dev/flrh/internal/testidp"
 	"flrh.dev/flrh/server"
 )
@@ -17,8 +18,9 @@ import (
 // server with sign-in and no token file offers it; the person is sent to
 // the provider and back, the UI exchanges the code and speaks for them
 // with the roles their groups map to, on the page they left, with no code
-// left in the address; a code this tab did not ask for, and the
-// provider's refusal, are said and change nothing.
+// left in the address, and stays signed in past the token's expiry; a
+// code this tab did not ask for, and the provider's refusal, are said and
+// change nothing; signing out ends the sign-in at the provider too.
 func TestBrowserSignIn(t *testing.T) {
 	w := newWorld(t)
 	idp := testidp.NewServer(t, testidp.MustSigner(t, "EdDSA", "k1"))
@@ -97,6 +99,29 @@ func TestBrowserSignIn(t *testing.T) {
 		waitText("#status", "the identity provider refused the sign-in: access_denied: the person said no"))
 	if idp.Exchanges() != 1 {
 		t.Fatalf("%d codes exchanged", idp.Exchanges())
+	}
+
+	// Signing out ends the sign-in at the provider too, and comes back
+	// here with nothing kept.
+	w.run("sign out",
+		chromedp.WaitVisible(chromedp.CSS("#sign-out")),
+		chromedp.Click(chromedp.CSS("#sign-out")),
+		waitText("#whoami", "token needed"))
+	outs := idp.Logouts()
+	if len(outs) != 1 || outs[0].Get("post_logout_redirect_uri") != sso.URL+"/ui/" || outs[0].Get("client_id") != "flrh-ui" {
+		t.Fatalf("signing out at the provider: %v", outs)
+	}
+	// The hint is the ID token the tab held (renewed every few seconds
+	// here, so read from the hint itself): the person's.
+	hint, err := idtoken.Verifier{Issuer: idp.URL, Audience: "flrh-ui", Leeway: time.Minute}.Verify(outs[0].Get("id_token_hint"), id.Keys(), time.Now())
+	if err != nil || hint.Claims["preferred_username"] != "finance-lead" {
+		t.Fatalf("the hint: %+v %v", hint, err)
+	}
+	if kept := value(w, "what the tab keeps", chromedp.Evaluate[string](`['flrh.token','flrh.refresh','flrh.expires','flrh.signedin'].map(k => sessionStorage.getItem(k) || '').join('')`)); kept != "" {
+		t.Fatalf("the tab still keeps %q after signing out", kept)
+	}
+	if hidden := value(w, "the sign-out button", chromedp.Evaluate[bool](`document.getElementById('sign-out').hidden`)); !hidden {
+		t.Fatal("the sign-out button is offered after signing out")
 	}
 
 	w.mu.Lock()

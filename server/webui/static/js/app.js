@@ -6,7 +6,7 @@ import { replace } from './dom.js';
 import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { inboxPage, waitingApprovals } from './inbox.js';
-import { signInOffered, beginSignIn, finishSignIn, keepSignedIn, forgetSignIn } from './signin.js';
+import { signInOffered, beginSignIn, finishSignIn, keepSignedIn, forgetSignIn, signedInHere, signOut } from './signin.js';
 
 const main = document.getElementById('main');
 const statusEl = document.getElementById('status');
@@ -87,6 +87,7 @@ document.getElementById('token-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
   const input = document.getElementById('token-input');
   forgetSignIn(); // a token pasted replaces a signed-in one
+  document.getElementById('sign-out').hidden = true;
   setToken(input.value.trim());
   input.value = '';
   whoami().then(route);
@@ -94,6 +95,7 @@ document.getElementById('token-form').addEventListener('submit', (ev) => {
 });
 document.getElementById('token-clear').addEventListener('click', () => {
   forgetSignIn();
+  document.getElementById('sign-out').hidden = true;
   setToken('');
   whoami().then(route);
 });
@@ -102,11 +104,18 @@ document.getElementById('token-clear').addEventListener('click', () => {
 // through an identity provider.
 async function offerSignIn() {
   const button = document.getElementById('sign-in');
+  const out = document.getElementById('sign-out');
   try {
     const info = await signInOffered();
     if (!info) return;
     button.hidden = false;
     button.onclick = () => beginSignIn(info).catch(sayError);
+    out.hidden = !signedInHere();
+    out.onclick = () => {
+      if (signOut(info)) return; // to the provider, and back here
+      out.hidden = true;
+      whoami().then(route);
+    };
   } catch (e) {
     sayError(e);
   }

@@ -5,11 +5,12 @@
 // pasted one is; its refresh token gets the next before it expires
 // (POST /v1/login/refresh).
 
-import { get, post, setToken, ApiError } from './api.js';
+import { get, post, token, setToken, ApiError } from './api.js';
 
 const FLOW = 'flrh.signin';
 const REFRESH = 'flrh.refresh'; // the refresh token a sign-in answered
 const EXPIRES = 'flrh.expires'; // when the token in use expires
+const SIGNED = 'flrh.signedin'; // the token in use came from a sign-in here
 
 function b64url(bytes) {
   let s = '';
@@ -71,7 +72,31 @@ export async function finishSignIn() {
   }
   const got = await post('/v1/login/token', { code: q.get('code'), code_verifier: flow.verifier, redirect_uri: flow.redirect });
   keep(got);
+  sessionStorage.setItem(SIGNED, '1');
   return got;
+}
+
+// signedInHere reports whether the token in use came from a sign-in in
+// this tab (and signing out has something to end).
+export function signedInHere() {
+  return sessionStorage.getItem(SIGNED) === '1' && token() !== '';
+}
+
+// signOut forgets the tokens and, where the provider has an end-session
+// endpoint, sends the person there to end their sign-in at the provider
+// too, to come back to this page (OpenID Connect RP-Initiated Logout; an
+// ID token goes as the hint). It reports whether it sent them.
+export function signOut(info) {
+  const held = token();
+  forgetSignIn();
+  setToken('');
+  if (!info.end_session_endpoint) return false;
+  const u = new URL(info.end_session_endpoint);
+  u.searchParams.set('client_id', info.client_id);
+  u.searchParams.set('post_logout_redirect_uri', location.origin + info.redirect_path);
+  if (info.token === 'id_token' && held) u.searchParams.set('id_token_hint', held);
+  location.assign(u.toString());
+  return true;
 }
 
 // keep puts a signed-in answer's token in use, and its refresh token (if
@@ -82,7 +107,9 @@ function keep(got) {
     sessionStorage.setItem(REFRESH, got.refresh_token);
     sessionStorage.setItem(EXPIRES, got.expires_at);
   } else {
-    forgetSignIn();
+    clearTimeout(timer);
+    sessionStorage.removeItem(REFRESH);
+    sessionStorage.removeItem(EXPIRES);
   }
 }
 
@@ -113,10 +140,10 @@ export function keepSignedIn(changed) {
   }, wait);
 }
 
-// forgetSignIn drops the refresh token: the token in use, if any, is the
-// person's to keep or forget.
+// forgetSignIn drops what a sign-in kept beside the token (its refresh
+// token and expiry): the token in use, if any, is the person's to keep or
+// forget.
 export function forgetSignIn() {
   clearTimeout(timer);
-  sessionStorage.removeItem(REFRESH);
-  sessionStorage.removeItem(EXPIRES);
+  for (const k of [REFRESH, EXPIRES, SIGNED]) sessionStorage.removeItem(k);
 }

@@ -106,7 +106,7 @@ func FuzzParseIdentityConfig(f *testing.F) {
 			}
 			return
 		}
-		if cfg.Issuer == "" || cfg.Audience == "" || cfg.ActorClaim == "" || cfg.RolesClaim == "" || cfg.verifier().Check() != nil {
+		if cfg.Issuer == "" || cfg.Audience == "" || len(cfg.ActorClaim) == 0 || cfg.RolesClaim == "" || cfg.verifier().Check() != nil {
 			t.Fatalf("accepted %+v", cfg)
 		}
 		if cfg.Login != nil && (cfg.Login.Scope == "" || cfg.Login.Token == "") {

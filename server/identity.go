@@ -53,7 +53,7 @@ type IdentityConfig struct {
 	Audience           string              `json:"audience"`
 	JWKSURI            string              `json:"jwks_uri,omitempty"`
 	JWKSFile           string              `json:"jwks_file,omitempty"`
-	ActorClaim         string              `json:"actor_claim,omitempty"`
+	ActorClaim         ClaimNames          `json:"actor_claim,omitempty"`
 	RolesClaim         string              `json:"roles_claim,omitempty"`
 	Roles              map[string][]string `json:"roles,omitempty"`
 	Algorithms         []string            `json:"algorithms,omitempty"`
@@ -64,6 +64,24 @@ type IdentityConfig struct {
 	// TokenFileRoles, when set, are the only roles the token file may
 	// grant beside the provider (checkTokenRoles).
 	TokenFileRoles []string `json:"token_file_roles,omitempty"`
+}
+
+// ClaimNames are claims tried in order, written as one name or a list.
+type ClaimNames []string
+
+// UnmarshalJSON reads one name or a list of them.
+func (c *ClaimNames) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*c = ClaimNames{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*c = many
+	return nil
 }
 
 // LoginConfig lets people sign in to the web UI through the provider
@@ -103,7 +121,15 @@ func ParseIdentityConfig(data []byte, dir string) (*IdentityConfig, error) {
 	} else if !filepath.IsAbs(c.JWKSFile) {
 		c.JWKSFile = filepath.Join(dir, c.JWKSFile)
 	}
-	for _, claim := range []struct{ ptr, v string }{{"/actor_claim", c.ActorClaim}, {"/roles_claim", c.RolesClaim}} {
+	claims := []struct{ ptr, v string }{{"/roles_claim", c.RolesClaim}}
+	for i, name := range c.ActorClaim {
+		ptr := "/actor_claim"
+		if len(c.ActorClaim) > 1 {
+			ptr = fmt.Sprintf("/actor_claim/%d", i)
+		}
+		claims = append(claims, struct{ ptr, v string }{ptr, name})
+	}
+	for _, claim := range claims {
 		if strings.HasPrefix(claim.v, "/") && slices.Contains(strings.Split(claim.v[1:], "/"), "") {
 			return nil, bad(claim.ptr, "%q is not a JSON pointer to a claim: an empty step", claim.v)
 		}
@@ -126,8 +152,8 @@ func ParseIdentityConfig(data []byte, dir string) (*IdentityConfig, error) {
 		l.Scope = cmp.Or(l.Scope, "openid")
 		l.Token = cmp.Or(l.Token, "id_token")
 	}
-	if c.ActorClaim == "" {
-		c.ActorClaim = "sub"
+	if len(c.ActorClaim) == 0 {
+		c.ActorClaim = ClaimNames{"sub"}
 	}
 	if c.RolesClaim == "" {
 		c.RolesClaim = "roles"
@@ -452,13 +478,24 @@ func (id *Identity) verify(ctx context.Context, token string, now time.Time) (g 
 
 // principal maps a verified token's claims to the actor and roles.
 func (id *Identity) principal(t *idtoken.Token) (Principal, *Error) {
-	v, ok := claim(t.Claims, id.cfg.ActorClaim)
+	// The first of the actor claims the token holds names the actor; one
+	// it holds that is no actor name refuses the token, rather than let
+	// a later claim name someone else.
+	var v any
+	var name string
+	for _, name = range id.cfg.ActorClaim {
+		var ok bool
+		if v, ok = claim(t.Claims, name); ok {
+			break
+		}
+		v = nil
+	}
 	actor, isString := v.(string)
 	switch {
-	case !ok:
-		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "identity token: no claim %q to name the actor by", id.cfg.ActorClaim)
+	case v == nil:
+		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "identity token: no claim %s to name the actor by", quotedList(id.cfg.ActorClaim))
 	case !isString || !cjson.ValidID(actor):
-		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "identity token: the claim %q is not an actor name (a letter or digit, then letters, digits and . _ : / -, at most %d): choose another actor_claim", id.cfg.ActorClaim, cjson.MaxIDLength)
+		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "identity token: the claim %q is not an actor name (a letter or digit, then letters, digits and . _ : / -, at most %d): choose another actor_claim", name, cjson.MaxIDLength)
 	}
 	var values []string
 	if v, ok := claim(t.Claims, id.cfg.RolesClaim); ok {
@@ -484,6 +521,15 @@ func (id *Identity) principal(t *idtoken.Token) (Principal, *Error) {
 	}
 	slices.Sort(roles)
 	return Principal{Actor: actor, Roles: slices.Compact(roles)}, nil
+}
+
+// quotedList names claims for an error: "sub", or "a" or "b".
+func quotedList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, " or ")
 }
 
 // claim finds a claim by name, or by JSON pointer when name starts with

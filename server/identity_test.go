@@ -70,6 +70,9 @@ func TestParseIdentityConfig(t *testing.T) {
 		{"refresh every second", `{"issuer":"https://idp.example.com","audience":"flrh","refresh_seconds":1}`, "/refresh_seconds"},
 		{"HS256", `{"issuer":"https://idp.example.com","audience":"flrh","algorithms":["HS256"]}`, "/algorithms/0"},
 		{"an empty pointer step", `{"issuer":"https://idp.example.com","audience":"flrh","roles_claim":"/realm_access//roles"}`, "/roles_claim"},
+		{"an empty pointer step among actor claims", `{"issuer":"https://idp.example.com","audience":"flrh","actor_claim":["preferred_username","/a//b"]}`, "/actor_claim/1"},
+		{"no actor claim", `{"issuer":"https://idp.example.com","audience":"flrh","actor_claim":[]}`, "/actor_claim"},
+		{"an actor claim twice", `{"issuer":"https://idp.example.com","audience":"flrh","actor_claim":["sub","sub"]}`, "/actor_claim"},
 		{"not JSON", `{"issuer":`, "identity provider"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -83,7 +86,7 @@ func TestParseIdentityConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.JWKSFile != filepath.Join(dir, "keys/jwks.json") || cfg.ActorClaim != "sub" || cfg.RolesClaim != "roles" || cfg.RefreshEvery() != time.Hour || cfg.verifier().Leeway != 0 {
+	if cfg.JWKSFile != filepath.Join(dir, "keys/jwks.json") || fmt.Sprint(cfg.ActorClaim) != "[sub]" || cfg.RolesClaim != "roles" || cfg.RefreshEvery() != time.Hour || cfg.verifier().Leeway != 0 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	cfg, _ = ParseIdentityConfig([]byte(`{"issuer":"http://127.0.0.1:9/realm","audience":"flrh"}`), dir)
@@ -433,5 +436,43 @@ func TestTokenFileRolesUnderAProvider(t *testing.T) {
 	}
 	if err := f.server.SetIdentity(strict); err == nil || f.server.Identity() != lenient {
 		t.Fatalf("a strict provider put in place over people's tokens: %v", err)
+	}
+}
+
+// TestActorClaimsInOrder: with several actor claims, the first a token
+// holds names the actor — a person's preferred_username, a service's
+// client_id — and one it holds that is no actor name refuses the token
+// rather than fall through to the next.
+func TestActorClaimsInOrder(t *testing.T) {
+	k1 := testidp.MustSigner(t, "EdDSA", "k1")
+	p := testidp.NewServer(t, k1)
+	cfg, err := ParseIdentityConfig([]byte(`{"issuer":"`+p.URL+`","audience":"flrh","actor_claim":["preferred_username","client_id"],"roles_claim":"roles"}`), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := newIdentity(t, cfg)
+	exp := time.Now().Add(time.Hour).Unix()
+	for _, c := range []struct {
+		name   string
+		claims map[string]any
+		actor  string
+		says   string
+	}{
+		{"a person", map[string]any{"preferred_username": "alice", "client_id": "flrh-ui", "roles": []string{"approver"}}, "alice", ""},
+		{"a service", map[string]any{"client_id": "ci-runner", "roles": []string{"agent"}}, "ci-runner", ""},
+		{"neither", map[string]any{"sub": "u-1"}, "", `no claim "preferred_username" or "client_id" to name the actor by`},
+		{"a person's name that is no actor name", map[string]any{"preferred_username": "alice@example.com", "client_id": "flrh-ui"}, "", `the claim "preferred_username" is not an actor name`},
+	} {
+		c.claims["iss"], c.claims["aud"], c.claims["exp"] = p.URL, "flrh", exp
+		g, aerr := id.grant(context.Background(), k1.Token(c.claims, nil), time.Now())
+		if c.says != "" {
+			if aerr == nil || !strings.Contains(aerr.Message, c.says) {
+				t.Errorf("%s: %v %v", c.name, g, aerr)
+			}
+			continue
+		}
+		if aerr != nil || g.p.Actor != c.actor {
+			t.Errorf("%s: %+v %v", c.name, g.p, aerr)
+		}
 	}
 }

@@ -64,6 +64,9 @@ type IdentityConfig struct {
 	// TokenFileRoles, when set, are the only roles the token file may
 	// grant beside the provider (checkTokenRoles).
 	TokenFileRoles []string `json:"token_file_roles,omitempty"`
+	// Introspection, when set, asks the provider whether a token is still
+	// active (introspect.go).
+	Introspection *IntrospectionConfig `json:"introspection,omitempty"`
 }
 
 // ClaimNames are claims tried in order, written as one name or a list.
@@ -152,6 +155,11 @@ func ParseIdentityConfig(data []byte, dir string) (*IdentityConfig, error) {
 		l.Scope = cmp.Or(l.Scope, "openid")
 		l.Token = cmp.Or(l.Token, "id_token")
 	}
+	if in := c.Introspection; in != nil {
+		if err := fetchable(in.Endpoint); err != nil {
+			return nil, bad("/introspection/endpoint", "%v", err)
+		}
+	}
 	if len(c.ActorClaim) == 0 {
 		c.ActorClaim = ClaimNames{"sub"}
 	}
@@ -221,6 +229,9 @@ type Identity struct {
 	// fetched; clientSecret is read from cfg.Login.ClientSecretEnv.
 	login        atomic.Pointer[loginEndpoints]
 	clientSecret string
+	// introspection asks the provider whether tokens are still active;
+	// nil without cfg.Introspection.
+	introspection *introspector
 
 	// verified remembers tokens verified, by their SHA-256, so that a
 	// person's many requests with one token pay for its signature once
@@ -234,9 +245,13 @@ type Identity struct {
 // expired are dropped, and then any.
 const verifiedCap = 4096
 
+// verifiedToken is a token verify passed: its grant (which lapses at
+// the token's expiry, or at the next introspection), the key set that
+// verified it, and the token's own expiry.
 type verifiedToken struct {
 	g    grant
 	keys *idtoken.KeySet
+	exp  time.Time
 }
 
 // identityHooks are what the server that uses an Identity is told.
@@ -276,6 +291,13 @@ func NewIdentity(ctx context.Context, cfg *IdentityConfig, client *http.Client, 
 	}
 	if err := id.prepareLogin(); err != nil {
 		return nil, err
+	}
+	if cfg.Introspection != nil {
+		in, err := newIntrospector(cfg.Introspection, cfg.Issuer)
+		if err != nil {
+			return nil, err
+		}
+		id.introspection = in
 	}
 	return id, nil
 }
@@ -418,11 +440,11 @@ func (id *Identity) grant(ctx context.Context, token string, now time.Time) (gra
 	if ok && e.keys == id.keys.Load() && !e.g.expired(now) {
 		return e.g, nil
 	}
-	g, keys, aerr := id.verify(ctx, token, now)
+	v, aerr := id.verify(ctx, token, now)
 	if aerr == nil {
-		id.remember(digest, verifiedToken{g: g, keys: keys}, now)
+		id.remember(digest, v, now)
 	}
-	return g, aerr
+	return v.g, aerr
 }
 
 // remember keeps a verified token, within verifiedCap.
@@ -448,12 +470,14 @@ func (id *Identity) remember(digest [sha256.Size]byte, e verifiedToken, now time
 	id.verified[digest] = e
 }
 
-// verify checks token against the keys in use and maps it to a grant;
-// keys is the key set that verified it. A token naming a key the set does
-// not hold fetches the set again (refetchForUnknownKey) and is verified
-// once more.
-func (id *Identity) verify(ctx context.Context, token string, now time.Time) (g grant, keys *idtoken.KeySet, aerr *Error) {
-	keys = id.keys.Load()
+// verify checks token against the keys in use and maps it to a grant
+// (and, with introspection, asks the provider whether it is still
+// active). A token naming a key the set does not hold fetches the set
+// again (refetchForUnknownKey) and is verified once more. An expired
+// token's refusal carries a grant lapsed at now: what a stream it opened
+// ends with.
+func (id *Identity) verify(ctx context.Context, token string, now time.Time) (verifiedToken, *Error) {
+	keys := id.keys.Load()
 	t, err := id.verifier.Verify(token, keys, now)
 	if errors.Is(err, &idtoken.Error{Reason: idtoken.UnknownKey}) && id.refetchForUnknownKey(ctx) {
 		keys = id.keys.Load()
@@ -463,17 +487,28 @@ func (id *Identity) verify(ctx context.Context, token string, now time.Time) (g 
 		var e *idtoken.Error
 		errors.As(err, &e)
 		id.hook().refused(string(e.Reason))
+		var v verifiedToken
 		if e.Reason == idtoken.Expired {
-			g.expires = now // lapsed: what a stream it opened ends with
+			v.g.expires = now
 		}
-		return g, nil, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "%s", e.Error())
+		return v, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "%s", e.Error())
 	}
 	p, aerr := id.principal(t)
 	if aerr != nil {
 		id.hook().refused("actor")
-		return grant{}, nil, aerr
+		return verifiedToken{}, aerr
 	}
-	return grant{p: p, expires: t.Expires.Add(id.verifier.Leeway)}, keys, nil
+	lapses := t.Expires.Add(id.verifier.Leeway)
+	if id.introspection != nil {
+		if aerr := id.introspect(ctx, token); aerr != nil {
+			return verifiedToken{}, aerr
+		}
+		// Asked again once the answer is this old: the grant lapses then.
+		if next := now.Add(id.introspection.recheck); next.Before(lapses) {
+			lapses = next
+		}
+	}
+	return verifiedToken{g: grant{p: p, expires: lapses}, keys: keys, exp: t.Expires}, nil
 }
 
 // principal maps a verified token's claims to the actor and roles.

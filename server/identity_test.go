@@ -72,6 +72,8 @@ func TestParseIdentityConfig(t *testing.T) {
 		{"an empty pointer step", `{"issuer":"https://idp.example.com","audience":"flrh","roles_claim":"/realm_access//roles"}`, "/roles_claim"},
 		{"an empty pointer step among actor claims", `{"issuer":"https://idp.example.com","audience":"flrh","actor_claim":["preferred_username","/a//b"]}`, "/actor_claim/1"},
 		{"no actor claim", `{"issuer":"https://idp.example.com","audience":"flrh","actor_claim":[]}`, "/actor_claim"},
+		{"introspection over http", `{"issuer":"https://idp.example.com","audience":"flrh","introspection":{"endpoint":"http://idp.example.com/i","client_id":"c","client_secret_env":"S"}}`, "/introspection/endpoint"},
+		{"introspection without a client", `{"issuer":"https://idp.example.com","audience":"flrh","introspection":{"endpoint":"https://idp.example.com/i","client_secret_env":"S"}}`, "/introspection"},
 		{"an actor claim twice", `{"issuer":"https://idp.example.com","audience":"flrh","actor_claim":["sub","sub"]}`, "/actor_claim"},
 		{"not JSON", `{"issuer":`, "identity provider"},
 	} {
@@ -474,5 +476,71 @@ func TestActorClaimsInOrder(t *testing.T) {
 		if aerr != nil || g.p.Actor != c.actor {
 			t.Errorf("%s: %+v %v", c.name, g.p, aerr)
 		}
+	}
+}
+
+// TestIntrospection: with introspection, a token is asked about when
+// first seen and again once the answer is recheck old; a person the
+// provider disables is refused within that time, and the stream their
+// token opened ends; a provider that cannot answer refuses what it
+// cannot check; the client's secret is required at start.
+func TestIntrospection(t *testing.T) {
+	k1 := testidp.MustSigner(t, "ES256", "k1")
+	p := testidp.NewServer(t, k1)
+	extra := `,"introspection":{"endpoint":"` + p.URL + `/introspect","client_id":"flrh-ui","client_secret_env":"FLRH_TEST_INTROSPECT"}`
+	if _, err := NewIdentity(context.Background(), identityConfig(t, p, extra), nil, nil); err == nil || !strings.Contains(err.Error(), "FLRH_TEST_INTROSPECT is not set") {
+		t.Fatalf("no secret: %v", err)
+	}
+	t.Setenv("FLRH_TEST_INTROSPECT", testidp.IntrospectionSecret)
+	id := newIdentity(t, identityConfig(t, p, extra))
+	id.introspection.recheck = 300 * time.Millisecond // a minute by default
+	f := newFixture(t, tokenFileText, withIdentity(id))
+	alice := idToken(p, k1, "alice", time.Hour, "sre")
+	for range 3 {
+		if a := f.get("/v1/whoami", alice); a.status != 200 {
+			t.Fatalf("alice: %d %s", a.status, a.body)
+		}
+	}
+	if n := p.Introspections(); n != 1 {
+		t.Fatalf("%d introspections for three requests within the recheck", n)
+	}
+	if a := f.post("/v1/runs", tokOperator, startBody("held", largeRefund)); a.status != 201 {
+		t.Fatalf("start: %d", a.status)
+	}
+	f.waitFor("held", tokViewer, "an approval wait", waiting)
+	stream := f.openStream("held", alice)
+
+	p.Disable("alice")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a := f.get("/v1/whoami", alice)
+		if a.status == 401 {
+			if !strings.Contains(string(a.body), "no longer active") {
+				t.Fatalf("a disabled person: %s", a.body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a disabled person is still let in: %d", a.status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case msgs := <-stream:
+		if last := msgs[len(msgs)-1]; last.event != "revoked" {
+			t.Fatalf("the disabled person's stream ended with %q", last.event)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the disabled person's stream is still open")
+	}
+	if a := f.get("/v1/whoami", idToken(p, k1, "bob", time.Hour, "sre")); a.status != 200 {
+		t.Fatalf("bob: %d %s", a.status, a.body)
+	}
+	p.IntrospectionDown(true)
+	if a := f.get("/v1/whoami", idToken(p, k1, "carol", time.Hour, "sre")); a.status != 503 || !strings.Contains(string(a.body), "cannot be checked") {
+		t.Fatalf("the provider down: %d %s", a.status, a.body)
+	}
+	if m := string(f.get("/metrics", tokViewer).body); !strings.Contains(m, `flrh_identity_tokens_refused_total{reason="inactive"}`) || !strings.Contains(m, `flrh_identity_tokens_refused_total{reason="introspection_failed"} 1`) {
+		t.Fatal("the refusals are not counted")
 	}
 }

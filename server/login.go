@@ -192,13 +192,13 @@ func (id *Identity) signedIn(w http.ResponseWriter, r *http.Request, endpoint st
 	if aerr != nil {
 		return aerr
 	}
-	g, _, aerr := id.verify(r.Context(), token, time.Now())
+	v, aerr := id.verify(r.Context(), token, time.Now())
 	if aerr != nil {
 		aerr.Message = "the identity provider's token is not one this server accepts: " + aerr.Message
 		return aerr
 	}
-	writeJSON(w, http.StatusOK, SignedIn{Token: token, RefreshToken: cmp.Or(refresh, kept), Actor: g.p.Actor, Roles: nonNilStrings(g.p.Roles),
-		ExpiresAt: g.expires.Add(-id.verifier.Leeway).UTC().Format(time.RFC3339)})
+	writeJSON(w, http.StatusOK, SignedIn{Token: token, RefreshToken: cmp.Or(refresh, kept), Actor: v.g.p.Actor, Roles: nonNilStrings(v.g.p.Roles),
+		ExpiresAt: v.exp.UTC().Format(time.RFC3339)})
 	return nil
 }
 

@@ -215,7 +215,10 @@ type Server struct {
 	refresh      map[string]grantedCode // refresh tokens given, each good once
 	exchanges    atomic.Int64
 	refreshes    atomic.Int64
-	logouts      []url.Values // the queries signing out came with
+	logouts      []url.Values    // the queries signing out came with
+	disabled     map[string]bool // people whose tokens introspection calls inactive
+	introDown    bool
+	introspected atomic.Int64
 	tokenLife    time.Duration
 	sameRefresh  bool
 }
@@ -239,6 +242,7 @@ func NewServer(t testing.TB, signers ...*Signer) *Server {
 			"authorization_endpoint": s.URL + "/authorize", "token_endpoint": s.URL + "/token", "end_session_endpoint": s.URL + "/logout"})
 	})
 	mux.HandleFunc("GET /logout", s.logout)
+	mux.HandleFunc("POST /introspect", s.introspect)
 	mux.HandleFunc("GET /authorize", s.authorize)
 	mux.HandleFunc("POST /token", s.token)
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
@@ -447,4 +451,65 @@ func (s *Server) Logouts() []url.Values {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.logouts)
+}
+
+// IntrospectionSecret is the secret the client ClientID gives
+// /introspect.
+const IntrospectionSecret = "introspect-s3cret"
+
+// Disable makes introspection call person's tokens inactive from now on
+// (the person left, or their account was locked).
+func (s *Server) Disable(person string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.disabled == nil {
+		s.disabled = map[string]bool{}
+	}
+	s.disabled[person] = true
+}
+
+// IntrospectionDown makes /introspect answer 503 (down) or work again.
+func (s *Server) IntrospectionDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.introDown = down
+}
+
+// Introspections counts the tokens asked about at /introspect.
+func (s *Server) Introspections() int { return int(s.introspected.Load()) }
+
+// introspect answers whether a token is active (RFC 7662): one whose
+// person is disabled is not. The client must authenticate.
+func (s *Server) introspect(w http.ResponseWriter, r *http.Request) {
+	id, secret, ok := r.BasicAuth()
+	id, _ = url.QueryUnescape(id)
+	secret, _ = url.QueryUnescape(secret)
+	s.mu.Lock()
+	down := s.introDown
+	s.mu.Unlock()
+	switch {
+	case down:
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	case !ok || id != s.ClientID || secret != IntrospectionSecret:
+		http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+		return
+	}
+	s.introspected.Add(1)
+	r.ParseForm()
+	person := ""
+	if parts := strings.Split(r.PostForm.Get("token"), "."); len(parts) == 3 {
+		if b, err := b64.DecodeString(parts[1]); err == nil {
+			var c struct {
+				Person string `json:"preferred_username"`
+			}
+			json.Unmarshal(b, &c)
+			person = c.Person
+		}
+	}
+	s.mu.Lock()
+	active := person != "" && !s.disabled[person]
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"active": active})
 }

@@ -98,6 +98,7 @@ func FuzzParseIdentityConfig(f *testing.F) {
 	f.Add([]byte(`{"issuer":"https://idp.example.com/realms/ops","audience":"flrh","actor_claim":"preferred_username","roles_claim":"/realm_access/roles","roles":{"sre":["operator"]}}`))
 	f.Add([]byte(`{"issuer":"https://idp.example.com","audience":"a","jwks_file":"k.json","login":{"client_id":"c","authorization_endpoint":"https://idp.example.com/a","token_endpoint":"https://idp.example.com/t"}}`))
 	f.Add([]byte(`{"issuer":"http://127.0.0.1:9","audience":"a","leeway_seconds":0,"algorithms":["EdDSA"]}`))
+	f.Add([]byte(`{"issuer":"https://i.example","audience":"a","actor_claim":["preferred_username","client_id"],"introspection":{"endpoint":"https://i.example/x","client_id":"c","client_secret_env":"S","recheck_seconds":30},"token_file_roles":["agent"]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := ParseIdentityConfig(data, "/etc/flrh")
 		if err != nil {

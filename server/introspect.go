@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 )
 
@@ -58,29 +56,17 @@ func newIntrospector(c *IntrospectionConfig, issuer string) (*introspector, erro
 // down.
 func (id *Identity) introspect(ctx context.Context, token string) *Error {
 	in := id.introspection
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	defer cancel()
-	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return apiErr(http.StatusServiceUnavailable, TypeUnavailable, "", "the identity provider's introspection endpoint: %v", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(url.QueryEscape(in.clientID), url.QueryEscape(in.secret))
-	resp, err := id.client.Do(req)
+	status, body, err := id.postForm(ctx, in.endpoint, url.Values{"token": {token}, "token_type_hint": {"access_token"}}, in.clientID, in.secret)
 	if err != nil {
 		id.hook().refused("introspection_failed")
 		return apiErr(http.StatusServiceUnavailable, TypeUnavailable, "", "the identity provider's introspection endpoint did not answer, and the token cannot be checked")
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var answer struct {
 		Active *bool `json:"active"`
 	}
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &answer) != nil || answer.Active == nil {
+	if status != http.StatusOK || json.Unmarshal(body, &answer) != nil || answer.Active == nil {
 		id.hook().refused("introspection_failed")
-		return apiErr(http.StatusServiceUnavailable, TypeUnavailable, "", "the identity provider's introspection endpoint answered %s, and the token cannot be checked", resp.Status)
+		return apiErr(http.StatusServiceUnavailable, TypeUnavailable, "", "the identity provider's introspection endpoint answered %d %s, and the token cannot be checked", status, http.StatusText(status))
 	}
 	if !*answer.Active {
 		id.hook().refused("inactive")

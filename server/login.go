@@ -208,23 +208,10 @@ func (id *Identity) signedIn(w http.ResponseWriter, r *http.Request, endpoint st
 func (id *Identity) exchange(ctx context.Context, endpoint string, form url.Values) (token, refresh string, aerr *Error) {
 	l := id.cfg.Login
 	form.Set("client_id", l.ClientID)
-	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return "", "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint: %v", err)
-	}
-	hreq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	hreq.Header.Set("Accept", "application/json")
-	if id.clientSecret != "" {
-		hreq.SetBasicAuth(url.QueryEscape(l.ClientID), url.QueryEscape(id.clientSecret))
-	}
-	resp, err := id.client.Do(hreq)
+	status, body, err := id.postForm(ctx, endpoint, form, l.ClientID, id.clientSecret)
 	if err != nil {
 		return "", "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint did not answer: %v", err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var answer struct {
 		IDToken      string `json:"id_token"`
 		AccessToken  string `json:"access_token"`
@@ -233,13 +220,13 @@ func (id *Identity) exchange(ctx context.Context, endpoint string, form url.Valu
 		Description  string `json:"error_description"`
 	}
 	json.Unmarshal(body, &answer)
-	if resp.StatusCode != http.StatusOK {
+	if status != http.StatusOK {
 		// RFC 6749 §5.2: a refused code or refresh token is a 400 with an
 		// error code.
 		if answer.Error != "" {
 			return "", "", apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "the identity provider refused the sign-in: %s", strings.TrimSuffix(answer.Error+": "+answer.Description, ": "))
 		}
-		return "", "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint answered %s", resp.Status)
+		return "", "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider's token endpoint answered %d %s", status, http.StatusText(status))
 	}
 	token = answer.IDToken
 	if l.Token == "access_token" {
@@ -249,4 +236,29 @@ func (id *Identity) exchange(ctx context.Context, endpoint string, form url.Valu
 		return "", "", apiErr(http.StatusBadGateway, TypeUpstream, "", "the identity provider answered no %s", l.Token)
 	}
 	return token, answer.RefreshToken, nil
+}
+
+// postForm posts form to one of the provider's endpoints, the client
+// authenticated with HTTP basic when it has a secret (each part
+// form-encoded first, RFC 6749 §2.3.1), within fetchTimeout, and returns
+// the status and at most 1 MiB of the answer.
+func (id *Identity) postForm(ctx context.Context, endpoint string, form url.Values, clientID, secret string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if secret != "" {
+		req.SetBasicAuth(url.QueryEscape(clientID), url.QueryEscape(secret))
+	}
+	resp, err := id.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, body, err
 }

@@ -34,14 +34,10 @@ func TestFromRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	intent := e.Intent.IntentID
-	receipt := func(id, outcome string) []byte {
-		b, _ := cjson.Marshal(map[string]any{"intent_id": id, "outcome": outcome})
-		return b
-	}
 	acts := []Act{
 		{Kind: workflow.KindInput, Actor: "alice", Body: input},
 		{Kind: ActApprove, Actor: "finance-lead", Request: need.RequestDigest},
-		{Kind: workflow.KindReceipt, Body: receipt(intent, "confirmed_success")},
+		receiptAct(intent, "confirmed_success"),
 	}
 	out, err := FromRun(w, Record{RunID: runID, Acts: acts, Committed: []string{intent}, Ended: EndedComplete}, "the large refund", "from a test")
 	if err != nil {
@@ -69,9 +65,9 @@ func TestFromRun(t *testing.T) {
 			"the run committed " + intent + ", which the case never authorizes"},
 		{"another end", Record{RunID: runID, Acts: acts, Committed: []string{intent}, Ended: EndedFail}, "the run ended fail, the case complete"},
 		{"still running", Record{RunID: runID, Acts: acts[:2], Committed: []string{intent}, Ended: EndedComplete}, "the run ended complete, the case running"},
-		{"a receipt for an intent not authorized", Record{RunID: runID, Acts: []Act{acts[0], {Kind: workflow.KindReceipt, Body: receipt("intent:x", "confirmed_success")}}},
+		{"a receipt for an intent not authorized", Record{RunID: runID, Acts: []Act{acts[0], receiptAct("intent:x", "confirmed_success")}},
 			"at act 2: a receipt for intent:x, which the case has not authorized"},
-		{"a receipt of an unknown outcome", Record{RunID: runID, Acts: []Act{acts[0], acts[1], {Kind: workflow.KindReceipt, Body: receipt(intent, "outcome_unknown")}}, Committed: []string{intent}},
+		{"a receipt of an unknown outcome", Record{RunID: runID, Acts: []Act{acts[0], acts[1], receiptAct(intent, "outcome_unknown")}, Committed: []string{intent}},
 			`at act 3: a receipt of "outcome_unknown", which a case does not take`},
 		{"an approval of a request not waiting", Record{RunID: runID, Acts: []Act{acts[0], {Kind: ActApprove, Actor: "finance-lead", Request: "sha256:nothing"}}},
 			"at act 2: an answer to request sha256:nothing, which the case is not waiting on"},
@@ -152,19 +148,12 @@ func TestFromRunNamesTheEffectType(t *testing.T) {
 		`{"type":"diagnostics.requested/1","payload":{"check_id":"chk-1","service":"api","target":"dest:ops-api","probe":"health"}}`,
 		`{"type":"diagnostics.requested/1","payload":{"check_id":"chk-2","service":"api","target":"dest:ops-api","probe":"health"}}`,
 	} {
-		body, _ := cjson.Canonicalize([]byte(in))
-		res, err := w.Decide(state, workflow.Input{Seq: int64(i + 1), Kind: workflow.KindInput, Body: body, Digest: cjson.Digest(body), Actor: "alice"})
-		if err != nil || len(res.Effects) != 1 {
-			t.Fatalf("%v %+v", err, res)
-		}
+		res, act := inputAct(t, w, state, int64(i+1), in)
 		state = res.State
-		acts = append(acts, Act{Kind: workflow.KindInput, Actor: "alice", Body: body})
+		acts = append(acts, act)
 		intents = append(intents, res.Effects[0].Intent.IntentID)
 	}
-	receipt := func(id string) Act {
-		b, _ := cjson.Marshal(map[string]any{"intent_id": id, "outcome": "confirmed_success"})
-		return Act{Kind: workflow.KindReceipt, Body: b}
-	}
+	receipt := func(id string) Act { return receiptAct(id, "confirmed_success") }
 	younger := append(slices.Clone(acts), receipt(intents[1]), receipt(intents[0]))
 	out, err := FromRun(w, Record{RunID: runID, Acts: younger, Committed: intents}, "c", "")
 	if err != nil || strings.Count(string(out), `"effect": "diag.read"`) != 1 || strings.Count(string(out), `"nth": 2`) != 1 {
@@ -178,10 +167,9 @@ func TestFromRunNamesTheEffectType(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	// A restart approved after the diagnostics, settled before them.
-	body, _ := cjson.Canonicalize([]byte(`{"type":"restart.requested/1","payload":{"restart_id":"rst-1","service":"api","target":"dest:ops-api","reason":"memory leak"}}`))
-	res, err := w.Decide(state, workflow.Input{Seq: 3, Kind: workflow.KindInput, Body: body, Digest: cjson.Digest(body), Actor: "alice"})
-	if err != nil || len(res.Effects) != 1 || res.Effects[0].Approval == nil {
-		t.Fatalf("%v %+v", err, res)
+	res, input := inputAct(t, w, state, 3, `{"type":"restart.requested/1","payload":{"restart_id":"rst-1","service":"api","target":"dest:ops-api","reason":"memory leak"}}`)
+	if res.Effects[0].Approval == nil {
+		t.Fatalf("the restart needs no approval: %+v", res)
 	}
 	need := *res.Effects[0].Approval
 	grant, _ := (&request{need: need}).grant("oncall-lead")
@@ -189,7 +177,7 @@ func TestFromRunNamesTheEffectType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts = append(acts, Act{Kind: workflow.KindInput, Actor: "alice", Body: body}, Act{Kind: ActApprove, Actor: "oncall-lead", Request: need.RequestID}, receipt(e.Intent.IntentID))
+	acts = append(acts, input, Act{Kind: ActApprove, Actor: "oncall-lead", Request: need.RequestID}, receipt(e.Intent.IntentID))
 	out, err = FromRun(w, Record{RunID: runID, Acts: acts, Committed: append(intents, e.Intent.IntentID)}, "c", "")
 	if err != nil || strings.Count(string(out), `"effect": "service.restart"`) != 1 {
 		t.Fatalf("%v\n%s", err, out)
@@ -209,22 +197,14 @@ func BenchmarkFromRun(b *testing.B) {
 	}
 	var acts []Act
 	var intents []string
-	receipt := func(id string) Act {
-		body, _ := cjson.Marshal(map[string]any{"intent_id": id, "outcome": "confirmed_success"})
-		return Act{Kind: workflow.KindReceipt, Body: body}
-	}
 	for i, in := range []string{
 		`{"type":"diagnostics.requested/1","payload":{"check_id":"chk-1","service":"api","target":"dest:ops-api","probe":"health"}}`,
 		`{"type":"diagnostics.requested/1","payload":{"check_id":"chk-2","service":"api","target":"dest:ops-api","probe":"disk"}}`,
 		`{"type":"restart.requested/1","payload":{"restart_id":"rst-1","service":"api","target":"dest:ops-api","reason":"memory leak"}}`,
 	} {
-		body, _ := cjson.Canonicalize([]byte(in))
-		res, err := w.Decide(state, workflow.Input{Seq: int64(i + 1), Kind: workflow.KindInput, Body: body, Digest: cjson.Digest(body), Actor: "alice"})
-		if err != nil || len(res.Effects) != 1 {
-			b.Fatalf("%v %+v", err, res)
-		}
+		res, act := inputAct(b, w, state, int64(i+1), in)
 		state = res.State
-		acts = append(acts, Act{Kind: workflow.KindInput, Actor: "alice", Body: body})
+		acts = append(acts, act)
 		if need := res.Effects[0].Approval; need != nil {
 			grant, _ := (&request{need: *need}).grant("oncall-lead")
 			e, err := w.AuthorizeApproved(state, *need, grant)
@@ -238,7 +218,7 @@ func BenchmarkFromRun(b *testing.B) {
 		intents = append(intents, res.Effects[0].Intent.IntentID)
 	}
 	for _, id := range intents {
-		acts = append(acts, receipt(id))
+		acts = append(acts, receiptAct(id, "confirmed_success"))
 	}
 	rec := Record{RunID: runID, Acts: acts, Committed: intents, Ended: EndedComplete}
 	if _, err := FromRun(w, rec, "bench", ""); err != nil {
@@ -250,4 +230,26 @@ func BenchmarkFromRun(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// receiptAct is a recorded receipt of outcome for intent id.
+func receiptAct(id, outcome string) Act {
+	b, _ := cjson.Marshal(map[string]any{"intent_id": id, "outcome": outcome})
+	return Act{Kind: workflow.KindReceipt, Body: b}
+}
+
+// inputAct decides input (JSON) at seq as alice hands it to the run in
+// state, which must plan one effect, and returns the decision and the
+// act a record keeps of it.
+func inputAct(tb testing.TB, w *workflow.Workflow, state []byte, seq int64, input string) (workflow.Result, Act) {
+	tb.Helper()
+	body, err := cjson.Canonicalize([]byte(input))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := w.Decide(state, workflow.Input{Seq: seq, Kind: workflow.KindInput, Body: body, Digest: cjson.Digest(body), Actor: "alice"})
+	if err != nil || len(res.Effects) != 1 {
+		tb.Fatalf("%v %+v", err, res)
+	}
+	return res, Act{Kind: workflow.KindInput, Actor: "alice", Body: body}
 }

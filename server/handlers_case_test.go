@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -14,12 +13,7 @@ import (
 // asked for; what cannot be answered is refused with a typed error.
 func TestRunCaseEndpoint(t *testing.T) {
 	f := newBundleFixture(t)
-	f.startBundleRun("support-agent", "case-1", refundRequest("r-9001", 60, "carol", "goodwill"))
-	v := f.waitView("case-1", "OPTIONS", inOptions)
-	if a := f.post("/v1/runs/case-1/choose", tokDana, fmt.Sprintf(`{"proposal_id":%q,"option":"path:partial-refund"}`, v.Offers[0].ProposalID)); a.status != 202 {
-		t.Fatalf("choose: %d %s", a.status, a.body)
-	}
-	f.waitFor("case-1", tokVic, "its end", ended)
+	f.chosenRun("case-1", "r-9001", "path:partial-refund")
 	a := f.get("/v1/runs/case-1/case?name=carol%27s+goodwill+refund", tokVic)
 	if a.status != 200 || !strings.Contains(string(a.body), `"name": "carol's goodwill refund"`) || !strings.Contains(string(a.body), `"run": "case-1"`) ||
 		!strings.Contains(string(a.body), `"choose": "path:partial-refund"`) {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -40,12 +39,7 @@ func answerSchema(t *testing.T, path string) *jsonschema.Schema {
 // payment, and on a refused one.
 func TestDeliberationAnswersMatchTheDocument(t *testing.T) {
 	f := newBundleFixture(t)
-	f.startBundleRun("support-agent", "doc-1", refundRequest("r-8001", 60, "carol", "goodwill"))
-	v := f.waitView("doc-1", "OPTIONS", inOptions)
-	if a := f.post("/v1/runs/doc-1/choose", tokDana, fmt.Sprintf(`{"proposal_id":%q,"option":"path:store-credit"}`, v.Offers[0].ProposalID)); a.status != 202 {
-		t.Fatalf("choose: %d %s", a.status, a.body)
-	}
-	f.waitFor("doc-1", tokVic, "its end", ended)
+	chosen := f.chosenRun("doc-1", "r-8001", "path:store-credit")
 	f.startBundleRun("refund-agent", "doc-2", refundRequest("r-8002", 40, "mallory", "damaged"))
 	var tickets []TicketRecord
 	for len(tickets) == 0 {
@@ -58,7 +52,7 @@ func TestDeliberationAnswersMatchTheDocument(t *testing.T) {
 		{"/v1/runs/{id}/tickets", "/v1/runs/doc-2/tickets"},
 		{"/v1/runs/{id}/fhr", "/v1/runs/doc-1/fhr"},
 		{"/v1/runs/{id}/scorecard", "/v1/runs/doc-1/scorecard"},
-		{"/v1/runs/{id}/why", "/v1/runs/doc-1/why?proposal=" + v.Offers[0].ProposalID},
+		{"/v1/runs/{id}/why", "/v1/runs/doc-1/why?proposal=" + chosen},
 		{"/v1/runs/{id}/why", "/v1/runs/doc-2/why?proposal=" + tickets[0].ProposalID},
 		{"/v1/runs/{id}/why", "/v1/runs/doc-2/why?fact=" + urlQuery(`blocked("mallory")`)},
 		{"/v1/runs/{id}/case", "/v1/runs/doc-1/case"},

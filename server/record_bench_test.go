@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http/httptest"
 	"testing"
 )
@@ -11,12 +10,7 @@ import (
 // person's choice and the payment), in process (no network).
 func BenchmarkRecordEndpoints(b *testing.B) {
 	f := newBundleFixture(b)
-	f.startBundleRun("support-agent", "bench-1", refundRequest("r-7001", 60, "carol", "goodwill"))
-	v := f.waitView("bench-1", "OPTIONS", inOptions)
-	if a := f.post("/v1/runs/bench-1/choose", tokDana, fmt.Sprintf(`{"proposal_id":%q,"option":"path:store-credit"}`, v.Offers[0].ProposalID)); a.status != 202 {
-		b.Fatalf("choose: %d %s", a.status, a.body)
-	}
-	f.waitFor("bench-1", tokVic, "its end", ended)
+	f.chosenRun("bench-1", "r-7001", "path:store-credit")
 	var tickets []TicketRecord
 	f.list("/v1/runs/bench-1/tickets", "tickets", &tickets)
 	for _, c := range []struct{ name, path string }{{"page", ""}, {"tickets", "/tickets"}, {"fhr", "/fhr"}, {"scorecard", "/scorecard"},

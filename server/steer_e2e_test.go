@@ -156,6 +156,20 @@ func viewOf(t testing.TB, p RunPage) workflow.View {
 	return v
 }
 
+// chosenRun starts run id on the support agent, a goodwill refund of 60
+// to carol (refundID), has dana choose option among the paths H offers,
+// waits for the run's end, and returns the proposal the choice answered.
+func (f *fixture) chosenRun(id, refundID, option string) (proposal string) {
+	f.t.Helper()
+	f.startBundleRun("support-agent", id, refundRequest(refundID, 60, "carol", "goodwill"))
+	v := f.waitView(id, "OPTIONS", inOptions)
+	if a := f.post("/v1/runs/"+id+"/choose", tokDana, fmt.Sprintf(`{"proposal_id":%q,"option":%q}`, v.Offers[0].ProposalID, option)); a.status != 202 {
+		f.t.Fatalf("choose: %d %s", a.status, a.body)
+	}
+	f.waitFor(id, tokVic, "its end", ended)
+	return v.Offers[0].ProposalID
+}
+
 // waitView polls a run's page until its view satisfies cond.
 func (f *fixture) waitView(id, what string, cond func(workflow.View) bool) workflow.View {
 	f.t.Helper()

@@ -303,6 +303,22 @@ func (f *fixture) openStream(id, token string) <-chan []sseMessage {
 	return out
 }
 
+// streamEnd waits at most within for a stream openStream returned to
+// end, and returns its last message; what names the stream in a failure.
+func (f *fixture) streamEnd(stream <-chan []sseMessage, within time.Duration, what string) sseMessage {
+	f.t.Helper()
+	select {
+	case msgs := <-stream:
+		if len(msgs) == 0 {
+			f.t.Fatalf("%s ended without a message", what)
+		}
+		return msgs[len(msgs)-1]
+	case <-time.After(within):
+		f.t.Fatalf("%s is still open", what)
+	}
+	return sseMessage{}
+}
+
 type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {

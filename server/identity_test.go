@@ -217,13 +217,8 @@ func TestIdentityStreamsEnd(t *testing.T) {
 	exp := time.Now().Truncate(time.Second).Add(2 * time.Second)
 	short := k2.Token(map[string]any{"iss": p.URL, "aud": "flrh", "preferred_username": "vera", "exp": exp.Unix(), "realm_access": map[string]any{"roles": []string{"sre"}}}, nil)
 	expiring := f.openStream("held", short)
-	select {
-	case msgs := <-expiring:
-		if last := msgs[len(msgs)-1]; last.event != "expired" || last.at.Before(exp) {
-			t.Fatalf("the stream ended with %q at %v, the token expiring at %v", last.event, last.at, exp)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stream of an expired token is still open")
+	if last := f.streamEnd(expiring, 30*time.Second, "the stream of an expired token"); last.event != "expired" || last.at.Before(exp) {
+		t.Fatalf("the stream ended with %q at %v, the token expiring at %v", last.event, last.at, exp)
 	}
 
 	long := idToken(p, k1, "vera", time.Hour, "sre")
@@ -233,13 +228,8 @@ func TestIdentityStreamsEnd(t *testing.T) {
 	if err := f.server.RefreshIdentity(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case msgs := <-withdrawn:
-		if last := msgs[len(msgs)-1]; last.event != "revoked" {
-			t.Fatalf("the stream ended with %q", last.event)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stream of a withdrawn key's token is still open")
+	if last := f.streamEnd(withdrawn, 30*time.Second, "the stream of a withdrawn key's token"); last.event != "revoked" {
+		t.Fatalf("the stream ended with %q", last.event)
 	}
 	if a := f.get("/v1/runs/held", long); a.status != 401 {
 		t.Fatalf("a withdrawn key's token: %d", a.status)
@@ -525,13 +515,8 @@ func TestIntrospection(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	select {
-	case msgs := <-stream:
-		if last := msgs[len(msgs)-1]; last.event != "revoked" {
-			t.Fatalf("the disabled person's stream ended with %q", last.event)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the disabled person's stream is still open")
+	if last := f.streamEnd(stream, 10*time.Second, "the disabled person's stream"); last.event != "revoked" {
+		t.Fatalf("the disabled person's stream ended with %q", last.event)
 	}
 	if a := f.get("/v1/whoami", idToken(p, k1, "bob", time.Hour, "sre")); a.status != 200 {
 		t.Fatalf("bob: %d %s", a.status, a.body)

@@ -54,13 +54,8 @@ func TestSetTokensReplacesWhoMayCall(t *testing.T) {
 		t.Fatalf("oscar, a viewer now, started a run: %d", a.status)
 	}
 
-	select {
-	case msgs := <-revokedStream:
-		if len(msgs) == 0 || msgs[len(msgs)-1].event != "revoked" {
-			t.Fatalf("the revoked token's stream ended with %+v", msgs)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stream of a revoked token is still open")
+	if last := f.streamEnd(revokedStream, 30*time.Second, "the stream of a revoked token"); last.event != "revoked" {
+		t.Fatalf("the revoked token's stream ended with %+v", last)
 	}
 	// oscar may still read: his stream stays open until the run ends or
 	// the server stops.
@@ -109,14 +104,8 @@ func TestTokensExpire(t *testing.T) {
 	}
 	f.waitFor("held", tokViewer, "an approval wait", waiting)
 	stream := f.openStream("held", tokViewer)
-	select {
-	case msgs := <-stream:
-		last := msgs[len(msgs)-1]
-		if last.event != "expired" || last.at.Before(soon) {
-			t.Fatalf("the stream ended with %q at %v, the token expiring at %v", last.event, last.at, soon)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the stream of an expired token is still open")
+	if last := f.streamEnd(stream, 30*time.Second, "the stream of an expired token"); last.event != "expired" || last.at.Before(soon) {
+		t.Fatalf("the stream ended with %q at %v, the token expiring at %v", last.event, last.at, soon)
 	}
 	if a := f.get("/v1/runs/held", tokViewer); a.status != 401 || !strings.Contains(string(a.body), "the token expired at") {
 		t.Fatalf("after expiry: %d %s", a.status, a.body)

@@ -26,6 +26,16 @@ func signInConfig(t *testing.T, p *testidp.Server, login string) *IdentityConfig
 	return cfg
 }
 
+// signInRig serves a provider signing alice (a payments approver) in,
+// and a server offering sign-in through it; redirect is the server's UI.
+func signInRig(t *testing.T) (p *testidp.Server, f *fixture, redirect string) {
+	t.Helper()
+	p = testidp.NewServer(t, testidp.MustSigner(t, "ES256", "k1"))
+	p.SignInAs("alice", "payments-approvers")
+	f = newFixture(t, tokenFileText, withIdentity(newIdentity(t, signInConfig(t, p, ""))))
+	return p, f, f.ts.URL + "/ui/"
+}
+
 // authorize does what the web UI and the person's browser do before the
 // exchange: a verifier, its S256 challenge, a visit to the provider's
 // authorization endpoint; it returns the code the provider sent back.
@@ -59,11 +69,7 @@ func exchangeBody(code, verifier, redirect string) string {
 // a token this server would not accept, and a provider that does not
 // answer, each refused saying why.
 func TestSignIn(t *testing.T) {
-	k1 := testidp.MustSigner(t, "ES256", "k1")
-	p := testidp.NewServer(t, k1)
-	p.SignInAs("alice", "payments-approvers")
-	f := newFixture(t, tokenFileText, withIdentity(newIdentity(t, signInConfig(t, p, ""))))
-	redirect := f.ts.URL + "/ui/"
+	p, f, redirect := signInRig(t)
 
 	a := f.get("/v1/login", "")
 	if a.status != 200 {
@@ -138,7 +144,7 @@ func TestSignIn(t *testing.T) {
 	}
 
 	// The provider gone: 502.
-	gone := testidp.NewServer(t, k1)
+	gone := testidp.NewServer(t, testidp.MustSigner(t, "ES256", "k1"))
 	goneCfg := signInConfig(t, gone, "")
 	goneID := newIdentity(t, goneCfg)
 	gone.Close()
@@ -213,11 +219,7 @@ func TestSignInConfiguration(t *testing.T) {
 // rotates them (the old one then refused, saying why), the same one where
 // it does not; bad bodies and a server without sign-in refused.
 func TestSignInRefresh(t *testing.T) {
-	k1 := testidp.MustSigner(t, "ES256", "k1")
-	p := testidp.NewServer(t, k1)
-	p.SignInAs("alice", "payments-approvers")
-	f := newFixture(t, tokenFileText, withIdentity(newIdentity(t, signInConfig(t, p, ""))))
-	redirect := f.ts.URL + "/ui/"
+	p, f, redirect := signInRig(t)
 	info := f.get("/v1/login", "").json(t)
 	signIn := func() SignedIn {
 		t.Helper()

@@ -146,12 +146,9 @@ func (r *run) stepOf(a Act) (step, error) {
 	case workflow.KindInput:
 		return step{Input: json.RawMessage(a.Body), As: a.Actor}, nil
 	case workflow.KindChoice:
-		var c struct {
-			ProposalID string `json:"proposal_id"`
-			Option     string `json:"option"`
-		}
-		if err := json.Unmarshal(a.Body, &c); err != nil {
-			return step{}, fmt.Errorf("a choice that does not read: %v", err)
+		c, err := workflow.ParseChoice(a.Body)
+		if err != nil {
+			return step{}, err
 		}
 		return step{Choose: c.Option, Proposal: c.ProposalID, As: a.Actor}, nil
 	case workflow.KindControl:

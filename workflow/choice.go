@@ -25,32 +25,35 @@ const (
 // ControllerRole is the role the AIF controller chooses in.
 const ControllerRole = "aif_controller"
 
-// choiceBody is a choice input.
-type choiceBody struct {
+// Choice is a person's choice input: an option H offered for a
+// proposal.
+type Choice struct {
 	ProposalID string
 	Option     string
 }
 
-func parseChoice(body []byte) (choiceBody, error) {
+// ParseChoice reads a choice input ({"proposal_id", "option"}, both ids)
+// as Decide does; an error says what is wrong, under ChoiceMalformed.
+func ParseChoice(body []byte) (Choice, error) {
 	v, err := cjson.Decode(body)
 	m, ok := v.(map[string]any)
 	if err != nil || !ok {
-		return choiceBody{}, fmt.Errorf("%s: a choice is a JSON object {\"proposal_id\", \"option\"}", ChoiceMalformed)
+		return Choice{}, fmt.Errorf("%s: a choice is a JSON object {\"proposal_id\", \"option\"}", ChoiceMalformed)
 	}
 	for _, k := range sortedKeys(m) {
 		if k != "proposal_id" && k != "option" {
-			return choiceBody{}, fmt.Errorf("%s: unknown member /%s", ChoiceMalformed, cjson.EscapePointer(k))
+			return Choice{}, fmt.Errorf("%s: unknown member /%s", ChoiceMalformed, cjson.EscapePointer(k))
 		}
 	}
 	p, ok1 := m["proposal_id"].(string)
 	o, ok2 := m["option"].(string)
 	switch {
 	case !ok1 || !cjson.ValidID(p):
-		return choiceBody{}, fmt.Errorf("%s: /proposal_id must be an id", ChoiceMalformed)
+		return Choice{}, fmt.Errorf("%s: /proposal_id must be an id", ChoiceMalformed)
 	case !ok2 || !cjson.ValidID(o):
-		return choiceBody{}, fmt.Errorf("%s: /option must be an id", ChoiceMalformed)
+		return Choice{}, fmt.Errorf("%s: /option must be an id", ChoiceMalformed)
 	}
-	return choiceBody{ProposalID: p, Option: o}, nil
+	return Choice{ProposalID: p, Option: o}, nil
 }
 
 // choose handles a person's choice: it must answer options pending for the
@@ -58,7 +61,7 @@ func parseChoice(body []byte) (choiceBody, error) {
 // capability CHOOSE_OPTION requires. Any failure is a refusal that
 // changes nothing.
 func (t *tick) choose(in Input) ([]Effect, string, error) {
-	c, err := parseChoice(in.Body)
+	c, err := ParseChoice(in.Body)
 	if err != nil {
 		return nil, err.Error(), nil
 	}
@@ -78,7 +81,7 @@ func (t *tick) choose(in Input) ([]Effect, string, error) {
 // machine took the choice (CHOOSE_OPTION for a person, OPTION_SELECTED for
 // the controller), and maps H's outcome to effects exactly as a first
 // decision.
-func (t *tick) decideChoice(c choiceBody, actor mrp.Actor, trigger mrp.Trigger) ([]Effect, string, error) {
+func (t *tick) decideChoice(c Choice, actor mrp.Actor, trigger mrp.Trigger) ([]Effect, string, error) {
 	st := t.st
 	k := slices.IndexFunc(st.Offered, func(o offer) bool { return o.ProposalID == c.ProposalID })
 	if k < 0 {

@@ -292,7 +292,7 @@ func FuzzDecideChoice(f *testing.F) {
 			}
 			return
 		}
-		c, perr := parseChoice(body)
+		c, perr := ParseChoice(body)
 		if perr != nil || c.ProposalID != v.Offers[0].ProposalID || !slices.Contains(v.Offers[0].Options, c.Option) ||
 			!slices.Contains(mrp.HumanRoles, role) || capability != "mrp.choose_option" {
 			t.Fatalf("accepted a choice that should be refused: %s by %q/%q", body, role, capability)

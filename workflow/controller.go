@@ -445,7 +445,7 @@ func (t *tick) offered(of offer, tk authority.Ticket) ([]Effect, error) {
 	t.scorecard = digest
 	defer func() { t.scorecard = "" }()
 	actor := mrp.Actor{ID: ControllerActorID, Kind: mrp.ActorSystem, Role: ControllerRole}
-	eff, refusal, err := t.decideChoice(choiceBody{ProposalID: of.ProposalID, Option: d.Pick}, actor, mrp.OptionSelected)
+	eff, refusal, err := t.decideChoice(Choice{ProposalID: of.ProposalID, Option: d.Pick}, actor, mrp.OptionSelected)
 	if refusal != "" {
 		t.note("aif.choice_refused", map[string]any{"proposal_id": of.ProposalID, "option": d.Pick, "refusal": refusal})
 	}

@@ -158,21 +158,18 @@ func (r *run) stepOf(a Act) (step, error) {
 		}
 		return step{Control: string(c.Trigger), Proposal: c.ProposalID, Reason: c.Reason, As: a.Actor}, nil
 	case workflow.KindReceipt:
-		var rc struct {
-			IntentID string `json:"intent_id"`
-			Outcome  string `json:"outcome"`
-		}
-		if err := json.Unmarshal(a.Body, &rc); err != nil {
+		intentID, outcome, err := workflow.ParseReceipt(a.Body)
+		if err != nil {
 			return step{}, fmt.Errorf("a receipt that does not read: %v", err)
 		}
-		if !slices.Contains(receipts, rc.Outcome) {
-			return step{}, fmt.Errorf("a receipt of %q, which a case does not take", rc.Outcome)
+		if !slices.Contains(receipts, outcome) {
+			return step{}, fmt.Errorf("a receipt of %q, which a case does not take", outcome)
 		}
-		k := slices.IndexFunc(r.open, func(p planned) bool { return p.intentID == rc.IntentID })
+		k := slices.IndexFunc(r.open, func(p planned) bool { return p.intentID == intentID })
 		if k < 0 {
-			return step{}, fmt.Errorf("a receipt for %s, which the case has not authorized or has settled", rc.IntentID)
+			return step{}, fmt.Errorf("a receipt for %s, which the case has not authorized or has settled", intentID)
 		}
-		s := step{Receipt: rc.Outcome}
+		s := step{Receipt: outcome}
 		s.Effect, s.Nth = named(r.open, k, func(p planned) string { return p.effectType })
 		return s, nil
 	}

@@ -237,7 +237,7 @@ func (w *Workflow) decideTraced(stateJSON []byte, in Input, why *explainer, trac
 			obs = w.ctl.ofEvent(evType, members)
 		}
 	case KindReceipt:
-		intentID, outcome, err := receiptOf(in.Body)
+		intentID, outcome, err := ParseReceipt(in.Body)
 		if err != nil {
 			return refuse("receipt: %v", err)
 		}

@@ -18,7 +18,7 @@ func unmarshalReceipt(body []byte) (string, string, error) {
 	return rc.IntentID, rc.Outcome, err
 }
 
-// receiptOf reads what json.Unmarshal reads, and fails where it fails with
+// ParseReceipt reads what json.Unmarshal reads, and fails where it fails with
 // its error: over receipts as cjson writes them (which the scan must read
 // itself) and the same text edited byte by byte, member by member.
 func TestReceiptOfIsUnmarshal(t *testing.T) {
@@ -70,7 +70,7 @@ func TestReceiptOfIsUnmarshal(t *testing.T) {
 				}
 			}
 		}
-		id, out, err := receiptOf(b)
+		id, out, err := ParseReceipt(b)
 		wid, wout, werr := unmarshalReceipt(b)
 		if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
 			t.Fatalf("%q: error %v, encoding/json %v", b, err, werr)

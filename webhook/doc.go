@@ -1,0 +1,31 @@
+// Package webhook reads the signed deliveries other systems send to flrh:
+// a shop's "refund requested", a ticket opened, a payment disputed. Each
+// becomes a run's input only after its signature is checked and its body
+// mapped to the shape the workflow takes.
+//
+// It is pure: Verifier.Verify takes a delivery's headers, its body, the
+// secrets and the time to judge it at, and says who sent what; a Template
+// takes the body and renders the input. Reading the request, finding the
+// secrets and handing the input to a run are the server's.
+//
+// Three signing schemes are understood, each as its senders write it:
+//
+//   - Standard Webhooks (standardwebhooks.com; Svix and the providers on
+//     it send the same with svix- headers): webhook-id, webhook-timestamp
+//     and webhook-signature, an HMAC-SHA256 of "id.timestamp.body" under a
+//     base64 secret (whsec_…), base64 signatures, several at once while a
+//     secret rotates.
+//   - GitHub: X-Hub-Signature-256, the hex HMAC-SHA256 of the body;
+//     X-GitHub-Delivery names the delivery and X-GitHub-Event its event.
+//     GitHub signs no timestamp: a replayed delivery is caught by its id
+//     alone, which the server keeps with the input it made.
+//   - Stripe: Stripe-Signature "t=…,v1=…", the hex HMAC-SHA256 of
+//     "t.body"; the event's id and type are the body's own "id" and
+//     "type".
+//
+// A timestamp outside the verifier's tolerance (five minutes either way
+// unless told otherwise) is refused, like a signature that does not
+// match any secret; comparisons take constant time. Every refusal is an
+// *Error whose Reason says which check failed and whose Detail never
+// repeats a signature or a secret.
+package webhook

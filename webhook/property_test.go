@@ -1,0 +1,72 @@
+package webhook_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"flrh.dev/flrh/webhook"
+)
+
+// Whatever a sender signs under a secret the verifier holds, within the
+// tolerance, verifies with the delivery's own id; one byte changed in
+// the body or the signature header, a secret the verifier does not hold,
+// or a time past the tolerance, is refused.
+func TestSignedDeliveriesVerify(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		scheme := rapid.SampledFrom(webhook.Schemes).Draw(t, "scheme")
+		key := rapid.SliceOfN(rapid.Byte(), webhook.MinSecretBytes, 64).Draw(t, "secret")
+		wrong := rapid.SliceOfN(rapid.Byte(), webhook.MinSecretBytes, 64).Filter(func(b []byte) bool { return string(b) != string(key) }).Draw(t, "wrong")
+		id := rapid.StringMatching(`[!-~]{1,40}`).Draw(t, "id")
+		event := rapid.StringMatching(`[a-z._]{1,20}`).Draw(t, "event")
+		skew := time.Duration(rapid.Int64Range(-300, 300).Draw(t, "skew")) * time.Second
+		fields := rapid.MapOfN(rapid.StringMatching(`[a-z]{1,6}`), rapid.Int64(), 0, 4).Draw(t, "fields")
+		obj := map[string]any{"id": id, "type": event}
+		for k, v := range fields {
+			if k != "id" && k != "type" {
+				obj[k] = v
+			}
+		}
+		body, _ := json.Marshal(obj)
+		d := webhook.Delivery{ID: id, Event: event, Timestamp: now.Add(skew).Unix()}
+		h := webhook.Sign(scheme, key, d, body)
+		v := webhook.Verifier{Scheme: scheme, Secrets: [][]byte{wrong, key}}
+		got, err := v.Verify(h, body, now)
+		if err != nil || got.ID != id || got.Event != event {
+			t.Fatalf("signed delivery: %+v, %v", got, err)
+		}
+
+		// One byte of the body changed.
+		i := rapid.IntRange(0, len(body)-1).Draw(t, "at")
+		changed := append([]byte(nil), body...)
+		changed[i] ^= byte(rapid.IntRange(1, 255).Draw(t, "xor"))
+		if _, err := v.Verify(h, changed, now); err == nil {
+			t.Fatalf("a changed body verified: %q", changed)
+		}
+		// One byte of the signature header changed.
+		name := map[webhook.Scheme]string{webhook.Standard: "Webhook-Signature", webhook.GitHub: "X-Hub-Signature-256", webhook.Stripe: "Stripe-Signature"}[scheme]
+		sig := []byte(h[name][0])
+		j := rapid.IntRange(0, len(sig)-1).Draw(t, "sigAt")
+		sig[j] ^= byte(rapid.IntRange(1, 127).Draw(t, "sigXor"))
+		bent := webhook.Header{}
+		for k, val := range h {
+			bent[k] = val
+		}
+		bent[name] = []string{string(sig)}
+		if _, err := v.Verify(bent, body, now); err == nil {
+			t.Fatalf("a changed signature header verified: %q", sig)
+		}
+		// A verifier without the key.
+		if _, err := (webhook.Verifier{Scheme: scheme, Secrets: [][]byte{wrong}}).Verify(h, body, now); !errors.Is(err, &webhook.Error{Reason: webhook.ReasonSignature}) {
+			t.Fatalf("another secret: %v", err)
+		}
+		// Past the tolerance (GitHub signs no time).
+		late := now.Add(skew + 301*time.Second)
+		if _, err := v.Verify(h, body, late); (err == nil) != (scheme == webhook.GitHub) {
+			t.Fatalf("judged %s later: %v", late.Sub(now), err)
+		}
+	})
+}

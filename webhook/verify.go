@@ -1,0 +1,344 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Scheme is how a sender signs its deliveries.
+type Scheme string
+
+const (
+	// Standard is Standard Webhooks (and Svix, its svix- headers).
+	Standard Scheme = "standard"
+	// GitHub is GitHub's X-Hub-Signature-256.
+	GitHub Scheme = "github"
+	// Stripe is Stripe's Stripe-Signature.
+	Stripe Scheme = "stripe"
+)
+
+// Schemes lists the schemes Verify understands.
+var Schemes = []Scheme{Standard, GitHub, Stripe}
+
+// DefaultTolerance is how far a signed timestamp may be from the time a
+// delivery is judged at, either way, when the verifier does not say: the
+// five minutes Standard Webhooks and Stripe's own libraries allow.
+const DefaultTolerance = 5 * time.Minute
+
+// MinSecretBytes is the shortest secret accepted: an HMAC key guessable
+// by enumeration signs for anyone.
+const MinSecretBytes = 16
+
+// maxSignatures bounds the signatures one header may offer: a sender
+// offers one per secret it holds, two while it rotates.
+const maxSignatures = 16
+
+// maxIDBytes bounds a delivery's id.
+const maxIDBytes = 200
+
+// Header is a delivery's header fields, keyed as net/http keeps them
+// (canonical MIME form); http.Header converts to it.
+type Header map[string][]string
+
+// Get is the first value of the field named key, in any case; "" when
+// it is absent.
+func (h Header) Get(key string) string {
+	if v := h[canonicalKey(key)]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// canonicalKey is key in canonical MIME form: the first letter and every
+// letter after a hyphen upper case, the rest lower case.
+func canonicalKey(key string) string {
+	b := []byte(key)
+	upper := true
+	for i, c := range b {
+		switch {
+		case upper && 'a' <= c && c <= 'z':
+			b[i] = c - 'a' + 'A'
+		case !upper && 'A' <= c && c <= 'Z':
+			b[i] = c - 'A' + 'a'
+		}
+		upper = c == '-'
+	}
+	return string(b)
+}
+
+// ParseSecret reads a secret as the scheme's senders hand it out:
+// Standard Webhooks' is base64, after an optional "whsec_" prefix;
+// GitHub's and Stripe's are used as written (Stripe's "whsec_…"
+// included). It must give at least MinSecretBytes.
+func ParseSecret(s Scheme, text string) ([]byte, error) {
+	key := []byte(text)
+	switch s {
+	case Standard:
+		var err error
+		if key, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(text, "whsec_")); err != nil {
+			return nil, refuse(ReasonSecret, "", "a Standard Webhooks secret is base64 (whsec_ then base64), and this one does not decode")
+		}
+	case GitHub, Stripe:
+	default:
+		return nil, refuse(ReasonSecret, "", "no signing scheme %q (standard, github or stripe)", s)
+	}
+	if len(key) < MinSecretBytes {
+		return nil, refuse(ReasonSecret, "", "a secret of %d bytes is too short: at least %d", len(key), MinSecretBytes)
+	}
+	return key, nil
+}
+
+// Verifier checks deliveries signed with one scheme. The zero Tolerance
+// is DefaultTolerance.
+type Verifier struct {
+	Scheme Scheme
+	// Secrets are the keys a delivery may be signed with: one, or the old
+	// and the new while the sender rotates. Any one verifies.
+	Secrets [][]byte
+	// Tolerance is how far a signed timestamp may be from now, either
+	// way; 0 means DefaultTolerance. GitHub signs none.
+	Tolerance time.Duration
+}
+
+// Delivery is what a verified delivery says.
+type Delivery struct {
+	// ID names the delivery: the sender sends the same id again when it
+	// retries one, so it is what a delivery is recognised by.
+	ID string
+	// Event is the kind of event the sender says it is ("issues",
+	// "charge.dispute.created"); empty when the scheme and body name
+	// none.
+	Event string
+	// Timestamp is the signed time, in Unix seconds; 0 when the scheme
+	// signs none.
+	Timestamp int64
+	// Body is the body decoded: objects as map[string]any, arrays as
+	// []any, numbers as json.Number, so a template reads them exactly.
+	Body any
+}
+
+// Verify checks that the delivery carries a signature of its body under
+// one of the verifier's secrets, that its timestamp, if signed, is
+// within the tolerance of now, and that its body is JSON; it then reads
+// the delivery's id and event. The body is read only once its signature
+// holds.
+func (v Verifier) Verify(h Header, body []byte, now time.Time) (Delivery, error) {
+	if len(v.Secrets) == 0 {
+		return Delivery{}, refuse(ReasonSecret, "", "the verifier holds no secret")
+	}
+	var d Delivery
+	var err error
+	switch v.Scheme {
+	case Standard:
+		d, err = v.standard(h, body)
+	case GitHub:
+		d, err = v.github(h, body)
+	case Stripe:
+		d, err = v.stripe(h, body)
+	default:
+		return Delivery{}, refuse(ReasonSecret, "", "no signing scheme %q (standard, github or stripe)", v.Scheme)
+	}
+	if err != nil {
+		return Delivery{}, err
+	}
+	if v.Scheme != GitHub {
+		tol := v.Tolerance
+		if tol <= 0 {
+			tol = DefaultTolerance
+		}
+		at := time.Unix(d.Timestamp, 0)
+		if skew := now.Sub(at); skew > tol || skew < -tol {
+			return Delivery{}, refuse(ReasonStale, "", "signed at %s, %s from now; the tolerance is %s", at.UTC().Format(time.RFC3339), skew.Round(time.Second), tol)
+		}
+	}
+	if d.Body, err = decodeBody(body); err != nil {
+		return Delivery{}, err
+	}
+	if v.Scheme == GitHub {
+		return d, nil
+	}
+	obj, _ := d.Body.(map[string]any)
+	typ, _ := obj["type"].(string)
+	if v.Scheme == Stripe {
+		id, _ := obj["id"].(string)
+		if obj == nil || !validID(id) || typ == "" {
+			return Delivery{}, refuse(ReasonMalformed, "", "a Stripe event is an object with a string \"id\" and \"type\"")
+		}
+		d.ID = id
+	}
+	d.Event = typ
+	return d, nil
+}
+
+// standard checks a Standard Webhooks delivery: webhook-* headers, or
+// svix-* ones when webhook-id is absent.
+func (v Verifier) standard(h Header, body []byte) (Delivery, error) {
+	prefix := "Webhook-"
+	if h.Get("Webhook-Id") == "" && h.Get("Svix-Id") != "" {
+		prefix = "Svix-"
+	}
+	id, ts, sigs := h.Get(prefix+"Id"), h.Get(prefix+"Timestamp"), h.Get(prefix+"Signature")
+	for _, f := range []struct{ name, v string }{{"Id", id}, {"Timestamp", ts}, {"Signature", sigs}} {
+		if f.v == "" {
+			return Delivery{}, refuse(ReasonMissing, prefix+f.name, "the header is missing")
+		}
+	}
+	if !validID(id) {
+		return Delivery{}, refuse(ReasonMalformed, prefix+"Id", "a delivery id is 1 to %d visible ASCII characters", maxIDBytes)
+	}
+	t, ok := unixSeconds(ts)
+	if !ok {
+		return Delivery{}, refuse(ReasonMalformed, prefix+"Timestamp", "not a time in Unix seconds")
+	}
+	var offered [][]byte
+	for _, s := range strings.Fields(sigs) {
+		version, sig, ok := strings.Cut(s, ",")
+		if !ok {
+			return Delivery{}, refuse(ReasonMalformed, prefix+"Signature", "a signature is written version,signature")
+		}
+		if version != "v1" {
+			continue // another version (v1a: asymmetric): not ours to check
+		}
+		b, err := base64.StdEncoding.DecodeString(sig)
+		if err != nil {
+			return Delivery{}, refuse(ReasonMalformed, prefix+"Signature", "a v1 signature is base64, and one does not decode")
+		}
+		offered = append(offered, b)
+	}
+	if err := countOffered(len(offered), prefix+"Signature", "v1"); err != nil {
+		return Delivery{}, err
+	}
+	if !v.matches(offered, id+"."+ts+".", body) {
+		return Delivery{}, refuse(ReasonSignature, "", "no v1 signature matches the body under the hook's secrets")
+	}
+	return Delivery{ID: id, Timestamp: t}, nil
+}
+
+// github checks a GitHub delivery.
+func (v Verifier) github(h Header, body []byte) (Delivery, error) {
+	sig := h.Get("X-Hub-Signature-256")
+	if sig == "" {
+		detail := "the header is missing"
+		if h.Get("X-Hub-Signature") != "" {
+			detail = "the header is missing; the SHA-1 X-Hub-Signature alone is not accepted"
+		}
+		return Delivery{}, refuse(ReasonMissing, "X-Hub-Signature-256", "%s", detail)
+	}
+	hexSig, ok := strings.CutPrefix(sig, "sha256=")
+	b, err := hex.DecodeString(hexSig)
+	if !ok || err != nil || len(b) != sha256.Size {
+		return Delivery{}, refuse(ReasonMalformed, "X-Hub-Signature-256", "the header is sha256= and 64 hex digits")
+	}
+	if !v.matches([][]byte{b}, "", body) {
+		return Delivery{}, refuse(ReasonSignature, "", "the signature does not match the body under the hook's secrets")
+	}
+	id, event := h.Get("X-GitHub-Delivery"), h.Get("X-GitHub-Event")
+	switch {
+	case id == "":
+		return Delivery{}, refuse(ReasonMissing, "X-GitHub-Delivery", "the header is missing")
+	case !validID(id):
+		return Delivery{}, refuse(ReasonMalformed, "X-GitHub-Delivery", "a delivery id is 1 to %d visible ASCII characters", maxIDBytes)
+	case event == "":
+		return Delivery{}, refuse(ReasonMissing, "X-GitHub-Event", "the header is missing")
+	}
+	return Delivery{ID: id, Event: event}, nil
+}
+
+// stripe checks a Stripe delivery's signature; Verify reads its id and
+// type from the body.
+func (v Verifier) stripe(h Header, body []byte) (Delivery, error) {
+	const name = "Stripe-Signature"
+	header := h.Get(name)
+	if header == "" {
+		return Delivery{}, refuse(ReasonMissing, name, "the header is missing")
+	}
+	var ts string
+	var offered [][]byte
+	for _, part := range strings.Split(header, ",") {
+		k, val, ok := strings.Cut(part, "=")
+		if !ok {
+			return Delivery{}, refuse(ReasonMalformed, name, "the header is a list of key=value")
+		}
+		switch k {
+		case "t":
+			if ts != "" {
+				return Delivery{}, refuse(ReasonMalformed, name, "the header names its time twice")
+			}
+			ts = val
+		case "v1":
+			b, err := hex.DecodeString(val)
+			if err != nil || len(b) != sha256.Size {
+				return Delivery{}, refuse(ReasonMalformed, name, "a v1 signature is 64 hex digits")
+			}
+			offered = append(offered, b)
+		}
+	}
+	t, ok := unixSeconds(ts)
+	if !ok {
+		return Delivery{}, refuse(ReasonMalformed, name, "t is not a time in Unix seconds")
+	}
+	if err := countOffered(len(offered), name, "v1"); err != nil {
+		return Delivery{}, err
+	}
+	if !v.matches(offered, ts+".", body) {
+		return Delivery{}, refuse(ReasonSignature, "", "no v1 signature matches the body under the hook's secrets")
+	}
+	return Delivery{Timestamp: t}, nil
+}
+
+func countOffered(n int, header, version string) error {
+	switch {
+	case n == 0:
+		return refuse(ReasonMalformed, header, "the header offers no %s signature", version)
+	case n > maxSignatures:
+		return refuse(ReasonMalformed, header, "the header offers %d signatures; at most %d are read", n, maxSignatures)
+	}
+	return nil
+}
+
+// matches reports whether one of the offered signatures is the
+// HMAC-SHA256 of prefix and body under one of the secrets. Every
+// comparison takes the same time whatever the bytes.
+func (v Verifier) matches(offered [][]byte, prefix string, body []byte) bool {
+	found := false
+	for _, key := range v.Secrets {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(prefix))
+		m.Write(body)
+		want := m.Sum(nil)
+		for _, sig := range offered {
+			if hmac.Equal(sig, want) {
+				found = true
+			}
+		}
+	}
+	return found
+}
+
+// unixSeconds reads a time in Unix seconds written as plain decimal
+// digits.
+func unixSeconds(s string) (int64, bool) {
+	if s == "" || len(s) > 12 || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	t, err := strconv.ParseInt(s, 10, 64)
+	return t, err == nil
+}
+
+// validID reports whether s may name a delivery.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > maxIDBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}

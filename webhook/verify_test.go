@@ -1,0 +1,196 @@
+package webhook_test
+
+import (
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/webhook"
+)
+
+// The published vectors: Standard Webhooks' libraries' own test delivery,
+// and the example of GitHub's documentation on validating deliveries.
+func TestPublishedVectors(t *testing.T) {
+	key, err := webhook.ParseSecret(webhook.Standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := webhook.Header{
+		"Webhook-Id":        {"msg_p5jXN8AQM9LWM0D4loKWxJek"},
+		"Webhook-Timestamp": {"1614265330"},
+		"Webhook-Signature": {"v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="},
+	}
+	v := webhook.Verifier{Scheme: webhook.Standard, Secrets: [][]byte{key}}
+	d, err := v.Verify(h, []byte(`{"test": 2432232314}`), time.Unix(1614265330, 0))
+	if err != nil || d.ID != "msg_p5jXN8AQM9LWM0D4loKWxJek" || d.Timestamp != 1614265330 {
+		t.Fatalf("standard vector: %+v, %v", d, err)
+	}
+	if d.Body.(map[string]any)["test"] == nil {
+		t.Fatalf("body not read: %#v", d.Body)
+	}
+
+	// GitHub's example body is not JSON: the signature holds, and the
+	// body is refused after it.
+	gh := webhook.Verifier{Scheme: webhook.GitHub, Secrets: [][]byte{[]byte("It's a Secret to Everybody")}}
+	_, err = gh.Verify(webhook.Header{
+		"X-Hub-Signature-256": {"sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"},
+		"X-Github-Delivery":   {"d-1"}, "X-Github-Event": {"ping"},
+	}, []byte("Hello, World!"), time.Now())
+	if !errors.Is(err, &webhook.Error{Reason: webhook.ReasonMalformed}) || !strings.Contains(err.Error(), "not JSON") {
+		t.Fatalf("github vector: %v", err)
+	}
+}
+
+var (
+	secret  = []byte("0123456789abcdef0123456789abcdef")
+	other   = []byte("fedcba9876543210fedcba9876543210")
+	now     = time.Unix(1_800_000_000, 0)
+	body    = []byte(`{"id":"evt_1","type":"refund.requested","data":{"amount":900}}`)
+	signed  = webhook.Delivery{ID: "msg_1", Event: "issues", Timestamp: now.Unix()}
+	minutes = func(n int) int64 { return now.Add(time.Duration(n) * time.Minute).Unix() }
+)
+
+func with(h webhook.Header, k string, v ...string) webhook.Header {
+	out := webhook.Header{}
+	for key, val := range h {
+		out[key] = val
+	}
+	if v == nil {
+		delete(out, k)
+	} else {
+		out[k] = v
+	}
+	return out
+}
+
+func TestVerify(t *testing.T) {
+	std := webhook.Sign(webhook.Standard, secret, signed, body)
+	gh := webhook.Sign(webhook.GitHub, secret, signed, body)
+	st := webhook.Sign(webhook.Stripe, secret, signed, body)
+	stdSig := std["Webhook-Signature"][0]
+	cases := []struct {
+		name    string
+		scheme  webhook.Scheme
+		secrets [][]byte
+		h       webhook.Header
+		body    []byte
+		tol     time.Duration
+		id      string
+		event   string
+		reason  webhook.Reason // "" accepts
+		words   string
+	}{
+		{"standard", webhook.Standard, nil, std, body, 0, "msg_1", "refund.requested", "", ""},
+		{"standard, header names in any case", webhook.Standard, nil, webhook.Header{"Webhook-Id": std["Webhook-Id"], "Webhook-Timestamp": std["Webhook-Timestamp"], "Webhook-Signature": std["Webhook-Signature"]}, body, 0, "msg_1", "refund.requested", "", ""},
+		{"standard as svix sends it", webhook.Standard, nil, webhook.Header{"Svix-Id": std["Webhook-Id"], "Svix-Timestamp": std["Webhook-Timestamp"], "Svix-Signature": std["Webhook-Signature"]}, body, 0, "msg_1", "refund.requested", "", ""},
+		{"standard, the new secret among old signatures", webhook.Standard, nil, with(std, "Webhook-Signature", "v1,"+base64.StdEncoding.EncodeToString(make([]byte, 32))+" v1a,xyz "+stdSig), body, 0, "msg_1", "refund.requested", "", ""},
+		{"standard, the old secret while rotating", webhook.Standard, [][]byte{other, secret}, std, body, 0, "msg_1", "refund.requested", "", ""},
+		{"standard, another secret", webhook.Standard, [][]byte{other}, std, body, 0, "", "", webhook.ReasonSignature, "no v1 signature matches"},
+		{"standard, the body changed", webhook.Standard, nil, std, []byte(`{"id":"evt_1","type":"refund.requested","data":{"amount":9000}}`), 0, "", "", webhook.ReasonSignature, ""},
+		{"standard, the id changed", webhook.Standard, nil, with(std, "Webhook-Id", "msg_2"), body, 0, "", "", webhook.ReasonSignature, ""},
+		{"standard, the time changed", webhook.Standard, nil, with(std, "Webhook-Timestamp", "1800000001"), body, 0, "", "", webhook.ReasonSignature, ""},
+		{"standard, no id", webhook.Standard, nil, with(std, "Webhook-Id"), body, 0, "", "", webhook.ReasonMissing, "Webhook-Id"},
+		{"standard, no signature", webhook.Standard, nil, with(std, "Webhook-Signature"), body, 0, "", "", webhook.ReasonMissing, "Webhook-Signature"},
+		{"standard, no time", webhook.Standard, nil, with(std, "Webhook-Timestamp"), body, 0, "", "", webhook.ReasonMissing, "Webhook-Timestamp"},
+		{"standard, a time in milliseconds' clothing", webhook.Standard, nil, with(std, "Webhook-Timestamp", "1.8e9"), body, 0, "", "", webhook.ReasonMalformed, "Unix seconds"},
+		{"standard, a signature not base64", webhook.Standard, nil, with(std, "Webhook-Signature", "v1,***"), body, 0, "", "", webhook.ReasonMalformed, "base64"},
+		{"standard, a signature without a version", webhook.Standard, nil, with(std, "Webhook-Signature", stdSig[3:]), body, 0, "", "", webhook.ReasonMalformed, "version,signature"},
+		{"standard, only another version", webhook.Standard, nil, with(std, "Webhook-Signature", "v1a,"+stdSig[3:]), body, 0, "", "", webhook.ReasonMalformed, "no v1 signature"},
+		{"standard, seventeen signatures", webhook.Standard, nil, with(std, "Webhook-Signature", strings.Repeat(stdSig+" ", 17)), body, 0, "", "", webhook.ReasonMalformed, "at most 16"},
+		{"standard, an id with a space", webhook.Standard, nil, with(std, "Webhook-Id", "msg 1"), body, 0, "", "", webhook.ReasonMalformed, "visible ASCII"},
+		{"standard, five minutes old", webhook.Standard, nil, webhook.Sign(webhook.Standard, secret, webhook.Delivery{ID: "m", Timestamp: minutes(-5)}, body), body, 0, "m", "refund.requested", "", ""},
+		{"standard, five minutes and a second old", webhook.Standard, nil, webhook.Sign(webhook.Standard, secret, webhook.Delivery{ID: "m", Timestamp: minutes(-5) - 1}, body), body, 0, "", "", webhook.ReasonStale, "tolerance is 5m0s"},
+		{"standard, five minutes ahead", webhook.Standard, nil, webhook.Sign(webhook.Standard, secret, webhook.Delivery{ID: "m", Timestamp: minutes(5)}, body), body, 0, "m", "refund.requested", "", ""},
+		{"standard, more than five minutes ahead", webhook.Standard, nil, webhook.Sign(webhook.Standard, secret, webhook.Delivery{ID: "m", Timestamp: minutes(5) + 1}, body), body, 0, "", "", webhook.ReasonStale, ""},
+		{"standard, an hour old within an hour's tolerance", webhook.Standard, nil, webhook.Sign(webhook.Standard, secret, webhook.Delivery{ID: "m", Timestamp: minutes(-60)}, body), body, time.Hour, "m", "refund.requested", "", ""},
+		{"standard, a body that is not JSON", webhook.Standard, nil, webhook.Sign(webhook.Standard, secret, signed, []byte("{")), []byte("{"), 0, "", "", webhook.ReasonMalformed, "not JSON"},
+		{"standard, a member named twice", webhook.Standard, nil, webhook.Sign(webhook.Standard, secret, signed, []byte(`{"a":1,"a":2}`)), []byte(`{"a":1,"a":2}`), 0, "", "", webhook.ReasonMalformed, `"a" named twice`},
+		{"standard, two values", webhook.Standard, nil, webhook.Sign(webhook.Standard, secret, signed, []byte(`{} {}`)), []byte(`{} {}`), 0, "", "", webhook.ReasonMalformed, "more than one value"},
+		{"standard, a body that is not an object", webhook.Standard, nil, webhook.Sign(webhook.Standard, secret, signed, []byte(`[1]`)), []byte(`[1]`), 0, "msg_1", "", "", ""},
+
+		{"github", webhook.GitHub, nil, gh, body, 0, "msg_1", "issues", "", ""},
+		{"github, whatever the time", webhook.GitHub, nil, gh, body, time.Second, "msg_1", "issues", "", ""},
+		{"github, another secret", webhook.GitHub, [][]byte{other}, gh, body, 0, "", "", webhook.ReasonSignature, "does not match"},
+		{"github, the body changed", webhook.GitHub, nil, gh, []byte(`{}`), 0, "", "", webhook.ReasonSignature, ""},
+		{"github, SHA-1 alone", webhook.GitHub, nil, webhook.Header{"X-Hub-Signature": {"sha1=00"}, "X-Github-Delivery": {"d"}, "X-Github-Event": {"e"}}, body, 0, "", "", webhook.ReasonMissing, "SHA-1"},
+		{"github, a short signature", webhook.GitHub, nil, with(gh, "X-Hub-Signature-256", gh["X-Hub-Signature-256"][0][:20]), body, 0, "", "", webhook.ReasonMalformed, "64 hex digits"},
+		{"github, no prefix", webhook.GitHub, nil, with(gh, "X-Hub-Signature-256", gh["X-Hub-Signature-256"][0][7:]), body, 0, "", "", webhook.ReasonMalformed, "sha256="},
+		{"github, no delivery id", webhook.GitHub, nil, with(gh, "X-Github-Delivery"), body, 0, "", "", webhook.ReasonMissing, "X-GitHub-Delivery"},
+		{"github, no event", webhook.GitHub, nil, with(gh, "X-Github-Event"), body, 0, "", "", webhook.ReasonMissing, "X-GitHub-Event"},
+
+		{"stripe", webhook.Stripe, nil, st, body, 0, "evt_1", "refund.requested", "", ""},
+		{"stripe, a test signature beside", webhook.Stripe, nil, with(st, "Stripe-Signature", st["Stripe-Signature"][0]+",v0=abc"), body, 0, "evt_1", "refund.requested", "", ""},
+		{"stripe, two v1 while rolling", webhook.Stripe, [][]byte{other}, with(st, "Stripe-Signature", webhook.Sign(webhook.Stripe, other, signed, body)["Stripe-Signature"][0]+","+strings.Split(st["Stripe-Signature"][0], ",")[1]), body, 0, "evt_1", "refund.requested", "", ""},
+		{"stripe, another secret", webhook.Stripe, [][]byte{other}, st, body, 0, "", "", webhook.ReasonSignature, ""},
+		{"stripe, the time changed", webhook.Stripe, nil, with(st, "Stripe-Signature", strings.Replace(st["Stripe-Signature"][0], "t=1800000000", "t=1800000001", 1)), body, 0, "", "", webhook.ReasonSignature, ""},
+		{"stripe, two times", webhook.Stripe, nil, with(st, "Stripe-Signature", "t=1,"+st["Stripe-Signature"][0]), body, 0, "", "", webhook.ReasonMalformed, "twice"},
+		{"stripe, no time", webhook.Stripe, nil, with(st, "Stripe-Signature", strings.Split(st["Stripe-Signature"][0], ",")[1]), body, 0, "", "", webhook.ReasonMalformed, "t is not"},
+		{"stripe, no v1", webhook.Stripe, nil, with(st, "Stripe-Signature", "t=1800000000,v0=00"), body, 0, "", "", webhook.ReasonMalformed, "no v1"},
+		{"stripe, not key=value", webhook.Stripe, nil, with(st, "Stripe-Signature", "t"), body, 0, "", "", webhook.ReasonMalformed, "key=value"},
+		{"stripe, old", webhook.Stripe, nil, webhook.Sign(webhook.Stripe, secret, webhook.Delivery{Timestamp: minutes(-6)}, body), body, 0, "", "", webhook.ReasonStale, ""},
+		{"stripe, an event without an id", webhook.Stripe, nil, webhook.Sign(webhook.Stripe, secret, signed, []byte(`{"type":"x"}`)), []byte(`{"type":"x"}`), 0, "", "", webhook.ReasonMalformed, `"id"`},
+		{"stripe, no header", webhook.Stripe, nil, webhook.Header{}, body, 0, "", "", webhook.ReasonMissing, "Stripe-Signature"},
+
+		{"no secret", webhook.Stripe, [][]byte{}, st, body, 0, "", "", webhook.ReasonSecret, "no secret"},
+		{"no scheme", "svix", nil, st, body, 0, "", "", webhook.ReasonSecret, `"svix"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			secrets := c.secrets
+			if secrets == nil {
+				secrets = [][]byte{secret}
+			}
+			v := webhook.Verifier{Scheme: c.scheme, Secrets: secrets, Tolerance: c.tol}
+			d, err := v.Verify(c.h, c.body, now)
+			if c.reason == "" {
+				if err != nil || d.ID != c.id || d.Event != c.event || d.Body == nil {
+					t.Fatalf("got %+v, %v; want id %q event %q", d, err, c.id, c.event)
+				}
+				return
+			}
+			var we *webhook.Error
+			if !errors.As(err, &we) || we.Reason != c.reason || !strings.Contains(err.Error(), c.words) {
+				t.Fatalf("got %+v, %v; want a %s refusal saying %q", d, err, c.reason, c.words)
+			}
+			if d.ID != "" || d.Body != nil {
+				t.Fatalf("a refusal gave a delivery: %+v", d)
+			}
+			for _, s := range [][]byte{secret, other} {
+				if strings.Contains(err.Error(), string(s)) {
+					t.Fatalf("the refusal repeats a secret: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestParseSecret(t *testing.T) {
+	cases := []struct {
+		scheme webhook.Scheme
+		text   string
+		want   string // "" refuses
+	}{
+		{webhook.Standard, "whsec_" + base64.StdEncoding.EncodeToString(secret), string(secret)},
+		{webhook.Standard, base64.StdEncoding.EncodeToString(secret), string(secret)},
+		{webhook.Standard, "whsec_not*base64", ""},
+		{webhook.Standard, "whsec_" + base64.StdEncoding.EncodeToString([]byte("short")), ""},
+		{webhook.GitHub, "It's a Secret to Everybody", "It's a Secret to Everybody"},
+		{webhook.GitHub, "fifteen bytes!!", ""},
+		{webhook.Stripe, "whsec_abcdefghijklmnop", "whsec_abcdefghijklmnop"},
+		{"gitlab", "whatever-whatever-whatever", ""},
+	}
+	for _, c := range cases {
+		got, err := webhook.ParseSecret(c.scheme, c.text)
+		if c.want == "" {
+			if !errors.Is(err, &webhook.Error{Reason: webhook.ReasonSecret}) || got != nil {
+				t.Errorf("%s %q: %q, %v; want a secret refusal", c.scheme, c.text, got, err)
+			}
+			continue
+		}
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s %q: %q, %v; want %q", c.scheme, c.text, got, err, c.want)
+		}
+	}
+}

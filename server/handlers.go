@@ -34,6 +34,9 @@ var routes = []route{
 	{Method: "POST", Pattern: "/v1/login/token", Perm: permPublic, Body: "login_token", handle: (*Server).loginToken},
 	{Method: "POST", Pattern: "/v1/login/refresh", Perm: permPublic, Body: "login_refresh", handle: (*Server).loginRefresh},
 	{Method: "GET", Pattern: "/v1/workflows", Perm: permRead, handle: (*Server).listWorkflows},
+	// Deliveries other systems sign (webhooks.go): the signature is the
+	// credential.
+	{Method: "POST", Pattern: "/v1/hooks/{name}", Perm: permPublic, Body: foreignBody, handle: (*Server).deliver},
 	{Method: "GET", Pattern: "/v1/runs", Perm: permRead, handle: (*Server).listRuns},
 	{Method: "GET", Pattern: "/v1/approvals", Perm: permRead, handle: (*Server).listApprovals},
 	{Method: "POST", Pattern: "/v1/runs", Perm: permStart, Body: "start_run", handle: (*Server).startRun},

@@ -53,7 +53,7 @@ type IdentityConfig struct {
 	Audience           string              `json:"audience"`
 	JWKSURI            string              `json:"jwks_uri,omitempty"`
 	JWKSFile           string              `json:"jwks_file,omitempty"`
-	ActorClaim         ClaimNames          `json:"actor_claim,omitempty"`
+	ActorClaim         NameList            `json:"actor_claim,omitempty"`
 	RolesClaim         string              `json:"roles_claim,omitempty"`
 	Roles              map[string][]string `json:"roles,omitempty"`
 	Algorithms         []string            `json:"algorithms,omitempty"`
@@ -69,14 +69,15 @@ type IdentityConfig struct {
 	Introspection *IntrospectionConfig `json:"introspection,omitempty"`
 }
 
-// ClaimNames are claims tried in order, written as one name or a list.
-type ClaimNames []string
+// NameList is names written as one name or a list of them: claims tried
+// in order (an identity provider's actor_claim), a secret's variables.
+type NameList []string
 
 // UnmarshalJSON reads one name or a list of them.
-func (c *ClaimNames) UnmarshalJSON(b []byte) error {
+func (c *NameList) UnmarshalJSON(b []byte) error {
 	var one string
 	if json.Unmarshal(b, &one) == nil {
-		*c = ClaimNames{one}
+		*c = NameList{one}
 		return nil
 	}
 	var many []string
@@ -161,7 +162,7 @@ func ParseIdentityConfig(data []byte, dir string) (*IdentityConfig, error) {
 		}
 	}
 	if len(c.ActorClaim) == 0 {
-		c.ActorClaim = ClaimNames{"sub"}
+		c.ActorClaim = NameList{"sub"}
 	}
 	if c.RolesClaim == "" {
 		c.RolesClaim = "roles"

@@ -84,7 +84,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 		if (rt.Body != "") != hasBody {
 			t.Errorf("%s: route body %q, documented body %v", name, rt.Body, hasBody)
 		}
-		if hasBody {
+		if hasBody && rt.Body != foreignBody {
 			ref := rb["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)["$ref"]
 			if want := "#/components/schemas/" + bodySchemaNames[rt.Body]; ref != want {
 				t.Errorf("%s: body $ref %v, want %s", name, ref, want)

@@ -79,6 +79,9 @@ type Config struct {
 	// the MCP server, package mcp) to callers allowed to submit inputs. It
 	// reads the caller's authenticated name with ActorFrom.
 	MCP http.Handler
+	// Webhooks, when set, are the webhooks other systems deliver to at
+	// /v1/hooks/NAME (see webhooks.go); each names a workflow in Catalog.
+	Webhooks *Webhooks
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -96,6 +99,9 @@ type Server struct {
 	// identity authenticates callers by an identity provider's tokens:
 	// cfg.Identity, then what SetIdentity puts in its place.
 	identity atomic.Pointer[Identity]
+	// webhooks are the webhooks other systems deliver to: cfg.Webhooks,
+	// then what SetWebhooks puts in its place; nil takes none.
+	webhooks atomic.Pointer[Webhooks]
 	// swapped is closed, and replaced, each time SetTokens or SetIdentity
 	// puts new credentials in place, or the identity provider's keys
 	// change: streaming requests wait on it (watchRevocation).
@@ -151,6 +157,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if err := s.SetWebhooks(cfg.Webhooks); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if cfg.Identity != nil {
 		s.attach(cfg.Identity)
 		s.identity.Store(cfg.Identity)
@@ -197,13 +206,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 // A returned error becomes the error body; nil means it wrote its answer.
 type handlerFunc func(s *Server, w http.ResponseWriter, r *http.Request, p Principal) error
 
+// foreignBody is a route's Body when the body is another system's own
+// JSON, which the handler checks itself (a webhook's delivery).
+const foreignBody = "-"
+
 // route is one entry of the route table; the OpenAPI document is checked
 // against this table by the package's tests.
 type route struct {
 	Method  string
 	Pattern string     // net/http pattern, e.g. /v1/runs/{id}
 	Perm    permission // what the caller must hold
-	Body    string     // the request body's schema name, "" for none
+	Body    string     // the request body's schema name, "" for none, foreignBody for the sender's own
 	streams bool       // a long-lived answer: no request timeout
 	handle  handlerFunc
 }

@@ -1,0 +1,291 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/webhook"
+	"flrh.dev/flrh/yamljson"
+)
+
+// Webhooks other systems send: a shop's refund requests, a tracker's
+// tickets, a payment provider's disputes, each POSTed to /v1/hooks/NAME
+// signed with a secret the sender and flrh share. A delivery whose
+// signature holds, and which the hook acts on, starts a run or becomes
+// an input of one (runner.Deliver): once, however often the sender
+// delivers it again. The signature is the caller's credential, so the
+// route takes no bearer token.
+
+// WebhookSpec is one webhook of a webhooks file (schema/webhooks.json).
+type WebhookSpec struct {
+	Name             string                     `json:"name"`
+	Scheme           webhook.Scheme             `json:"scheme"`
+	SecretEnv        NameList                   `json:"secret_env,omitempty"`
+	SecretFile       NameList                   `json:"secret_file,omitempty"`
+	ToleranceSeconds int64                      `json:"tolerance_seconds,omitempty"`
+	Events           []string                   `json:"events,omitempty"`
+	When             map[string]json.RawMessage `json:"when,omitempty"`
+	Workflow         string                     `json:"workflow"`
+	Version          string                     `json:"version,omitempty"`
+	RunID            string                     `json:"run_id,omitempty"`
+	Start            *bool                      `json:"start,omitempty"`
+	Input            json.RawMessage            `json:"input,omitempty"`
+	Actor            string                     `json:"actor,omitempty"`
+}
+
+type webhooksFile struct {
+	Webhooks []WebhookSpec `json:"webhooks"`
+}
+
+// ParseWebhooks reads a webhooks file, JSON or (yaml set) YAML, checking
+// everything but the secrets, which LoadWebhooks reads.
+func ParseWebhooks(data []byte, yaml bool) ([]WebhookSpec, error) {
+	if yaml {
+		var err error
+		if data, _, err = yamljson.Convert(data); err != nil {
+			return nil, fmt.Errorf("webhooks: %w", err)
+		}
+	}
+	var f webhooksFile
+	if err := decodeStrict(data, "webhooks", &f); err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
+	for i, spec := range f.Webhooks {
+		if _, err := compileWebhook(spec, nil); err != nil {
+			return nil, fmt.Errorf("webhooks: /webhooks/%d (%s): %w", i, spec.Name, err)
+		}
+		if slices.ContainsFunc(f.Webhooks[:i], func(o WebhookSpec) bool { return o.Name == spec.Name }) {
+			return nil, fmt.Errorf("webhooks: /webhooks/%d: a second webhook named %s", i, spec.Name)
+		}
+	}
+	return f.Webhooks, nil
+}
+
+// Webhooks are the webhooks a server takes, their secrets read.
+type Webhooks struct {
+	byName map[string]*inboundHook
+	names  []string
+}
+
+// Names lists the webhooks, in the file's order.
+func (w *Webhooks) Names() []string { return slices.Clone(w.names) }
+
+// inboundHook is a webhook ready to take deliveries.
+type inboundHook struct {
+	spec     WebhookSpec
+	verifier webhook.Verifier
+	runID    *webhook.Template
+	input    *webhook.Template
+	when     []webhook.Condition
+	start    bool
+	actor    string
+}
+
+// LoadWebhooks reads each webhook's secrets (getenv reads a variable;
+// files are read relative to dir) and makes the webhooks ready. A
+// variable unset or empty, a file that cannot be read, or a secret the
+// scheme cannot use is an error naming the webhook and where its secret
+// was looked for, never the secret.
+func LoadWebhooks(specs []WebhookSpec, dir string, getenv func(string) string) (*Webhooks, error) {
+	w := &Webhooks{byName: map[string]*inboundHook{}}
+	for _, spec := range specs {
+		var secrets [][]byte
+		add := func(where, text string) error {
+			key, err := webhook.ParseSecret(spec.Scheme, text)
+			if err != nil {
+				return fmt.Errorf("webhook %s: the secret in %s: %w", spec.Name, where, err)
+			}
+			secrets = append(secrets, key)
+			return nil
+		}
+		for _, name := range spec.SecretEnv {
+			v := getenv(name)
+			if v == "" {
+				return nil, fmt.Errorf("webhook %s: the environment variable %s is unset or empty", spec.Name, name)
+			}
+			if err := add("$"+name, v); err != nil {
+				return nil, err
+			}
+		}
+		for _, file := range spec.SecretFile {
+			if !filepath.IsAbs(file) {
+				file = filepath.Join(dir, file)
+			}
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("webhook %s: %w", spec.Name, err)
+			}
+			if err := add(file, strings.TrimSpace(string(b))); err != nil {
+				return nil, err
+			}
+		}
+		h, err := compileWebhook(spec, secrets)
+		if err != nil {
+			return nil, fmt.Errorf("webhook %s: %w", spec.Name, err)
+		}
+		if _, dup := w.byName[spec.Name]; dup {
+			return nil, fmt.Errorf("webhook %s: named twice", spec.Name)
+		}
+		w.byName[spec.Name] = h
+		w.names = append(w.names, spec.Name)
+	}
+	return w, nil
+}
+
+// compileWebhook checks spec and makes its webhook, with secrets (nil
+// while only checking).
+func compileWebhook(spec WebhookSpec, secrets [][]byte) (*inboundHook, error) {
+	if len(spec.SecretEnv)+len(spec.SecretFile) == 0 {
+		return nil, errors.New("give the signing secret's secret_env or secret_file")
+	}
+	h := &inboundHook{spec: spec, start: spec.Start == nil || *spec.Start, actor: spec.Actor,
+		verifier: webhook.Verifier{Scheme: spec.Scheme, Secrets: secrets, Tolerance: time.Duration(spec.ToleranceSeconds) * time.Second}}
+	if h.actor == "" {
+		h.actor = "hook:" + spec.Name
+	}
+	var err error
+	runID := spec.RunID
+	if runID == "" {
+		runID = "{$hook}-{$delivery}"
+	}
+	if h.runID, err = webhook.CompileString(runID); err != nil {
+		return nil, fmt.Errorf("run_id: %w", err)
+	}
+	input := spec.Input
+	if len(input) == 0 {
+		input = json.RawMessage(`"{$body}"`)
+	}
+	if h.input, err = webhook.CompileTemplate(input); err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	pointers := make([]string, 0, len(spec.When))
+	for p := range spec.When {
+		pointers = append(pointers, p)
+	}
+	slices.Sort(pointers)
+	for _, p := range pointers {
+		c, err := webhook.NewCondition(p, spec.When[p])
+		if err != nil {
+			return nil, fmt.Errorf("when: %w", err)
+		}
+		h.when = append(h.when, c)
+	}
+	return h, nil
+}
+
+// SetWebhooks puts w in place of the webhooks the server takes (nil
+// takes none); each must name a workflow the server runs.
+func (s *Server) SetWebhooks(w *Webhooks) error {
+	if w != nil {
+		for _, name := range w.names {
+			spec := w.byName[name].spec
+			if _, err := s.workflow(spec.Workflow, spec.Version); err != nil {
+				return fmt.Errorf("webhook %s: %s", name, err.Message)
+			}
+		}
+	}
+	s.webhooks.Store(w)
+	return nil
+}
+
+// deliver takes a delivery to POST /v1/hooks/{name}.
+func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	name := r.PathValue("name")
+	hooks := s.webhooks.Load()
+	var h *inboundHook
+	if hooks != nil {
+		h = hooks.byName[name]
+	}
+	if h == nil {
+		return apiErr(http.StatusNotFound, TypeNotFound, "", "no webhook %s", name)
+	}
+	outcome := "refused"
+	defer func() { s.metrics.webhookDeliveries.WithLabelValues(name, outcome).Inc() }()
+	body, aerr := readBody(w, r, s.cfg.MaxBody)
+	if aerr != nil {
+		return aerr
+	}
+	d, err := h.verifier.Verify(webhook.Header(r.Header), body, time.Now())
+	if err != nil {
+		var we *webhook.Error
+		if errors.As(err, &we) && we.Reason == webhook.ReasonSecret {
+			return err // the server's configuration, not the caller's fault: 500
+		}
+		s.log.Warn("webhook delivery refused", "request_id", requestID(r), "webhook", name, "err", err.Error())
+		return apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "%s", strings.TrimPrefix(err.Error(), "webhook: "))
+	}
+	answer := map[string]any{"webhook": name, "delivery": d.ID}
+	if why := h.ignores(d); why != "" {
+		outcome = "ignored"
+		answer["ignored"] = why
+		writeJSON(w, http.StatusOK, answer)
+		return nil
+	}
+	outcome = "failed"
+	values := webhook.Values{Hook: name, Delivery: d}
+	rid, err := h.runID.Render(values)
+	if err != nil {
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the run id: %s", strings.TrimPrefix(err.Error(), "webhook: "))
+	}
+	runID, _ := rid.(string)
+	if !cjson.ValidID(runID) {
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the run id %q the delivery gives is not an id (letters, digits and ._:/- up to %d)", runID, cjson.MaxIDLength)
+	}
+	v, err := h.input.Render(values)
+	var input []byte
+	if err == nil {
+		input, err = cjson.Marshal(v)
+	}
+	if err != nil {
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the input: %s", strings.TrimPrefix(err.Error(), "webhook: "))
+	}
+	del := runner.Delivery{Key: name + "\x00" + d.ID, RunID: runID, Input: input, Actor: h.actor}
+	if h.start {
+		wf, werr := s.workflow(h.spec.Workflow, h.spec.Version)
+		if werr != nil {
+			return werr
+		}
+		del.Workflow, del.Version = wf.ID(), wf.Version()
+	}
+	got, err := s.cfg.Runner.Deliver(r.Context(), del)
+	if err != nil {
+		return err
+	}
+	answer["run_id"], answer["started"], answer["again"] = runID, got.Started, got.Again
+	status := http.StatusAccepted
+	switch {
+	case got.Again:
+		outcome, status = "again", http.StatusOK
+	case got.Started:
+		outcome, status = "started", http.StatusCreated
+		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(runID))
+	default:
+		outcome = "input"
+	}
+	s.log.Info("webhook delivery taken", "request_id", requestID(r), "webhook", name, "delivery", d.ID, "event", d.Event, "run_id", runID, "outcome", outcome)
+	writeJSON(w, status, answer)
+	return nil
+}
+
+// ignores says why the webhook does not act on d, or "".
+func (h *inboundHook) ignores(d webhook.Delivery) string {
+	if len(h.spec.Events) > 0 && !slices.Contains(h.spec.Events, d.Event) {
+		return fmt.Sprintf("the event %q is not one this webhook acts on", d.Event)
+	}
+	for _, c := range h.when {
+		if !c.Holds(d.Body) {
+			return "the body does not hold the webhook's value at " + c.Pointer
+		}
+	}
+	return ""
+}

@@ -1,0 +1,280 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/webhook"
+)
+
+const webhooksText = `{"webhooks": [
+ {"name": "shop", "scheme": "standard", "secret_env": "SHOP_SECRET", "workflow": "refund-agent", "events": ["refund.requested"],
+  "run_id": "refund-{/data/order}",
+  "input": {"refunds": [{"id": "{/data/refund_id}", "amount": "{/data/amount}", "payee": "{/data/customer}", "reason": "{$event} via {$hook}"}]}},
+ {"name": "tracker", "scheme": "github", "secret_file": "tracker.secret", "workflow": "refund-agent", "start": false,
+  "when": {"/action": "opened"}, "run_id": "{/issue/run}", "actor": "tracker-bot",
+  "input": {"refunds": [{"id": "{/issue/refund}", "amount": "{/issue/amount}", "payee": "{/issue/payee}", "reason": "issue"}]}},
+ {"name": "stripe", "scheme": "stripe", "secret_env": ["STRIPE_NEW", "STRIPE_OLD"], "workflow": "refund-agent", "tolerance_seconds": 60,
+  "input": {"refunds": [{"id": "{/data/object/id}", "amount": "{/data/object/amount}", "payee": "{/data/object/customer}", "reason": "{/type}"}]}}
+]}`
+
+var (
+	shopSecret    = []byte("shop-secret-0123456789abcdef")
+	trackerSecret = []byte("tracker-secret-0123456789")
+	stripeNew     = []byte("whsec_new_0123456789abcdef")
+	stripeOld     = []byte("whsec_old_0123456789abcdef")
+)
+
+func webhookFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tracker.secret"), append(trackerSecret, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	specs, err := ParseWebhooks([]byte(webhooksText), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SHOP_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(shopSecret), "STRIPE_NEW": string(stripeNew), "STRIPE_OLD": string(stripeOld)}
+	hooks, err := LoadWebhooks(specs, dir, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newFixture(t, tokenFileText, func(_ *runner.Config, c *Config) { c.Webhooks = hooks })
+}
+
+// deliver posts body to the webhook with the header fields h.
+func (f *fixture) deliver(hook string, h webhook.Header, body []byte) answer {
+	f.t.Helper()
+	req, err := http.NewRequest("POST", f.ts.URL+"/v1/hooks/"+hook, bytes.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := f.ts.Client().Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{resp.StatusCode, resp.Header, b}
+}
+
+func shopEvent(event, order, refund string, amount int) []byte {
+	b, _ := json.Marshal(map[string]any{"type": event, "timestamp": "2026-12-07T12:00:00Z",
+		"data": map[string]any{"order": order, "refund_id": refund, "amount": amount, "customer": "bob"}})
+	return b
+}
+
+func TestWebhooks(t *testing.T) {
+	f := webhookFixture(t)
+	now := time.Now()
+	shop := func(id string, body []byte) (webhook.Header, []byte) {
+		return webhook.Sign(webhook.Standard, shopSecret, webhook.Delivery{ID: id, Timestamp: now.Unix()}, body), body
+	}
+	tracker := func(id, action, run string) (webhook.Header, []byte) {
+		b, _ := json.Marshal(map[string]any{"action": action, "issue": map[string]any{"run": run, "refund": "r-t1", "amount": 950, "payee": "carol"}})
+		return webhook.Sign(webhook.GitHub, trackerSecret, webhook.Delivery{ID: id, Event: "issues"}, b), b
+	}
+	stripe := func(secret []byte, id string, at time.Time) (webhook.Header, []byte) {
+		b, _ := json.Marshal(map[string]any{"id": id, "type": "charge.refund.requested", "data": map[string]any{"object": map[string]any{"id": "r-s1", "amount": 30, "customer": "dave"}}})
+		return webhook.Sign(webhook.Stripe, secret, webhook.Delivery{Timestamp: at.Unix()}, b), b
+	}
+	large := shopEvent("refund.requested", "o1", "r-1", 900)
+	type delivery = func() (webhook.Header, []byte)
+	shopAs := func(id string, body []byte) delivery {
+		return func() (webhook.Header, []byte) { return shop(id, body) }
+	}
+	bent := func(h webhook.Header, body []byte) delivery {
+		return func() (webhook.Header, []byte) { return h, body }
+	}
+	steps := []struct {
+		name   string
+		hook   string
+		make   delivery
+		status int
+		want   map[string]any // members of the answer
+		words  string         // in an error's message
+	}{
+		{"a delivery starts its run", "shop", shopAs("m-1", large), 201, map[string]any{"run_id": "refund-o1", "started": true, "again": false}, ""},
+		{"the same delivery again", "shop", shopAs("m-1", large), 200, map[string]any{"run_id": "refund-o1", "started": true, "again": true}, ""},
+		{"another delivery for the same order is its input", "shop", shopAs("m-2", shopEvent("refund.requested", "o1", "r-2", 800)), 202, map[string]any{"run_id": "refund-o1", "started": false, "again": false}, ""},
+		{"an event the webhook does not act on", "shop", shopAs("m-3", shopEvent("refund.cancelled", "o1", "r-1", 900)), 200, map[string]any{"ignored": `the event "refund.cancelled" is not one this webhook acts on`}, ""},
+		{"the first delivery's id with other content", "shop", shopAs("m-1", shopEvent("refund.requested", "o1", "r-1", 901)), 409, nil, "came before with other content"},
+		{"a body without what the input takes", "shop", shopAs("m-4", []byte(`{"type":"refund.requested","data":{"order":"o3","refund_id":"r-3","customer":"bob"}}`)), 422, nil, "/refunds/0/amount: the body has nothing at {/data/amount}"},
+		{"a run id that is not an id", "shop", shopAs("m-5", shopEvent("refund.requested", "o 4", "r-4", 10)), 422, nil, `the run id \"refund-o 4\"`},
+		{"an amount the workflow refuses", "shop", shopAs("m-6", shopEvent("refund.requested", "o5", "r-5", -3)), 422, nil, ""},
+		{"a tracker issue opened for the run", "tracker", func() (webhook.Header, []byte) { return tracker("gh-1", "opened", "refund-o1") }, 202, map[string]any{"run_id": "refund-o1", "started": false}, ""},
+		{"a tracker issue closed", "tracker", func() (webhook.Header, []byte) { return tracker("gh-2", "closed", "refund-o1") }, 200, map[string]any{"ignored": "the body does not hold the webhook's value at /action"}, ""},
+		{"a tracker issue for a run that does not exist", "tracker", func() (webhook.Header, []byte) { return tracker("gh-3", "opened", "nope") }, 404, nil, "nope"},
+		{"stripe, under the old secret", "stripe", func() (webhook.Header, []byte) { return stripe(stripeOld, "evt_1", now) }, 201, map[string]any{"run_id": "stripe-evt_1", "started": true}, ""},
+		{"stripe, signed two minutes ago (60 s tolerance)", "stripe", func() (webhook.Header, []byte) { return stripe(stripeNew, "evt_2", now.Add(-2*time.Minute)) }, 401, nil, "tolerance is 1m0s"},
+		{"a signature under another secret", "shop", bent(webhook.Sign(webhook.Standard, []byte("not-the-shop-secret-at-all"), webhook.Delivery{ID: "m-x", Timestamp: now.Unix()}, large), large), 401, nil, "no v1 signature matches"},
+		{"a bearer token is no signature", "shop", bent(webhook.Header{"Authorization": {"Bearer " + tokOperator}}, large), 401, nil, "Webhook-Id: the header is missing"},
+		{"no such webhook", "nobody", shopAs("m-7", large), 404, nil, "no webhook nobody"},
+		{"not JSON", "shop", bent(webhook.Header{"Content-Type": {"text/plain"}}, large), 415, nil, ""},
+	}
+	for _, s := range steps {
+		h, body := s.make()
+		a := f.deliver(s.hook, h, body)
+		if a.status != s.status {
+			t.Fatalf("%s: %d %s; want %d", s.name, a.status, a.body, s.status)
+		}
+		if s.want == nil {
+			a.errorOf(t)
+			if !strings.Contains(string(a.body), s.words) {
+				t.Fatalf("%s: %s; want it to say %q", s.name, a.body, s.words)
+			}
+			continue
+		}
+		got := a.json(t)
+		for k, v := range s.want {
+			if got[k] != v {
+				t.Fatalf("%s: %s = %v, want %v (%s)", s.name, k, got[k], v, a.body)
+			}
+		}
+	}
+
+	// What the deliveries made: refund-o1 with three inputs recorded once
+	// each, under the hooks' names; stripe's run; nothing for the rest.
+	ctx := context.Background()
+	in, err := f.store.Inbox(ctx, "refund-o1", false)
+	if err != nil || len(in) != 3 {
+		t.Fatalf("refund-o1's inbox: %d entries, %v", len(in), err)
+	}
+	for i, want := range []string{"hook:shop", "hook:shop", "tracker-bot"} {
+		if in[i].Actor != want || in[i].ActorRole != "agent" {
+			t.Errorf("entry %d recorded as %s (%s), want %s as an agent", i, in[i].Actor, in[i].ActorRole, want)
+		}
+	}
+	if !strings.Contains(string(in[0].Body), `"reason":"refund.requested via shop"`) {
+		t.Errorf("the first input: %s", in[0].Body)
+	}
+	runs, _ := f.store.Runs(ctx, "", 100)
+	if len(runs) != 2 {
+		t.Errorf("%d runs, want refund-o1 and stripe-evt_1: %+v", len(runs), runs)
+	}
+	f.waitFor("stripe-evt_1", tokOperator, "paid", func(p RunPage) bool { return p.Run.Outcome != "" })
+
+	metrics := string(f.get("/metrics", tokOperator).body)
+	for _, want := range []string{
+		`flrh_webhook_deliveries_total{outcome="started",webhook="shop"} 1`,
+		`flrh_webhook_deliveries_total{outcome="again",webhook="shop"} 1`,
+		`flrh_webhook_deliveries_total{outcome="input",webhook="shop"} 1`,
+		`flrh_webhook_deliveries_total{outcome="ignored",webhook="shop"} 1`,
+		`flrh_webhook_deliveries_total{outcome="failed",webhook="shop"} 4`,
+		`flrh_webhook_deliveries_total{outcome="refused",webhook="shop"} 3`,
+		`flrh_webhook_deliveries_total{outcome="input",webhook="tracker"} 1`,
+		`flrh_webhook_deliveries_total{outcome="refused",webhook="stripe"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestParseWebhooksRefuses(t *testing.T) {
+	hook := func(extra string) string {
+		return `{"webhooks":[{"name":"shop","scheme":"standard","secret_env":"S","workflow":"refund-agent"` + extra + `}]}`
+	}
+	cases := []struct{ name, text, words string }{
+		{"no secret", `{"webhooks":[{"name":"shop","scheme":"standard","workflow":"refund-agent"}]}`, "secret_env or secret_file"},
+		{"an unknown scheme", `{"webhooks":[{"name":"shop","scheme":"gitlab","secret_env":"S","workflow":"refund-agent"}]}`, "/webhooks/0/scheme"},
+		{"a name that is no path segment", `{"webhooks":[{"name":"Shop/1","scheme":"standard","secret_env":"S","workflow":"w"}]}`, "/webhooks/0/name"},
+		{"an unknown member", hook(`,"secret":"x"`), "secret"},
+		{"two of one name", `{"webhooks":[` + hook("")[13:len(hook(""))-2] + `,` + hook("")[13:len(hook(""))-2] + `]}`, "a second webhook named shop"},
+		{"a run id template unclosed", hook(`,"run_id":"run-{/id"`), "run_id: webhook: /: the { at byte 4 is not closed"},
+		{"an input placeholder unknown", hook(`,"input":{"a":"{$run}"}`), "input: webhook: /a: no placeholder {$run}"},
+		{"a condition on no pointer", hook(`,"when":{"action":"opened"}`), "/webhooks/0 (shop): when: webhook: action: a condition's key is a JSON pointer"},
+		{"a tolerance of nothing", hook(`,"tolerance_seconds":0`), "tolerance_seconds"},
+		{"no webhooks", `{"webhooks":[]}`, "/webhooks"},
+		{"not JSON", `{"webhooks":`, "malformed"},
+	}
+	for _, c := range cases {
+		_, err := ParseWebhooks([]byte(c.text), false)
+		if err == nil || !strings.Contains(err.Error(), c.words) {
+			t.Errorf("%s: %v; want an error saying %q", c.name, err, c.words)
+		}
+	}
+	// YAML reads the same.
+	specs, err := ParseWebhooks([]byte("webhooks:\n  - name: shop\n    scheme: github\n    secret_env: [A, B]\n    workflow: refund-agent\n    input: {x: \"{/a}\"}\n"), true)
+	if err != nil || len(specs) != 1 || len(specs[0].SecretEnv) != 2 || string(specs[0].Input) != `{"x":"{/a}"}` {
+		t.Fatalf("YAML: %+v, %v", specs, err)
+	}
+}
+
+func TestLoadWebhooksRefuses(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "short.secret"), []byte("short\n"), 0o600)
+	specs := func(text string) []WebhookSpec {
+		s, err := ParseWebhooks([]byte(text), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	env := map[string]string{"GOOD": "a-good-secret-of-enough-bytes", "NOT_B64": "whsec_***"}
+	cases := []struct{ text, words string }{
+		{`{"webhooks":[{"name":"a","scheme":"github","secret_env":"UNSET","workflow":"w"}]}`, "webhook a: the environment variable UNSET is unset or empty"},
+		{`{"webhooks":[{"name":"a","scheme":"standard","secret_env":"NOT_B64","workflow":"w"}]}`, "webhook a: the secret in $NOT_B64: webhook: a Standard Webhooks secret is base64"},
+		{`{"webhooks":[{"name":"a","scheme":"github","secret_file":"short.secret","workflow":"w"}]}`, "a secret of 5 bytes is too short"},
+		{`{"webhooks":[{"name":"a","scheme":"github","secret_file":"missing.secret","workflow":"w"}]}`, "missing.secret"},
+	}
+	for _, c := range cases {
+		_, err := LoadWebhooks(specs(c.text), dir, func(k string) string { return env[k] })
+		if err == nil || !strings.Contains(err.Error(), c.words) {
+			t.Errorf("%s: %v; want an error saying %q", c.text, err, c.words)
+		}
+		if err != nil && strings.Contains(err.Error(), "***") {
+			t.Errorf("the error repeats the secret: %v", err)
+		}
+	}
+	// A webhook of a workflow the server does not run is refused, and the
+	// webhooks in place stay.
+	f := webhookFixture(t)
+	w, err := LoadWebhooks(specs(`{"webhooks":[{"name":"a","scheme":"github","secret_env":"GOOD","workflow":"payroll"}]}`), dir, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.server.SetWebhooks(w); err == nil || !strings.Contains(err.Error(), "webhook a:") || !strings.Contains(err.Error(), "payroll") {
+		t.Fatalf("SetWebhooks: %v", err)
+	}
+	if got := f.server.webhooks.Load().Names(); strings.Join(got, ",") != "shop,tracker,stripe" {
+		t.Fatalf("webhooks in place: %v", got)
+	}
+}
+
+func FuzzParseWebhooks(f *testing.F) {
+	f.Add([]byte(webhooksText))
+	f.Add([]byte(`{"webhooks":[{"name":"a","scheme":"github","secret_env":["A","B"],"workflow":"w","when":{"/a/0":[1,{"b":null}]},"input":"{{x}} {$body}"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		specs, err := ParseWebhooks(data, false)
+		if err != nil {
+			return
+		}
+		// Whatever parses loads, given its secrets.
+		_, err = LoadWebhooks(specs, t.TempDir(), func(string) string { return "0123456789abcdef0123456789abcdef" })
+		var secretFile bool
+		for _, s := range specs {
+			secretFile = secretFile || len(s.SecretFile) > 0
+		}
+		if err != nil && !secretFile {
+			t.Fatalf("parsed but does not load: %v", err)
+		}
+	})
+}

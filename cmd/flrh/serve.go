@@ -74,8 +74,22 @@ tokens they hold, which an approval quorum counts on. With "login": {"client_id"
 ...} in the file, the web UI offers Sign in through the provider (authorization
 code with PKCE, the code exchanged by the server).
 
+With --webhooks FILE, other systems deliver signed events to /v1/hooks/NAME
+(no bearer token: the signature, under a secret in a variable or a file, is
+the credential): Standard Webhooks and Svix, GitHub and Stripe signatures.
+A delivery the webhook acts on (its events, its "when" conditions) starts the
+run its run_id template names, or is handed to that run as an input, mapped
+by its input template; however often the sender delivers it again, the run
+takes it once:
+
+  {"webhooks": [{"name": "shop", "scheme": "standard", "secret_env": "SHOP_SECRET",
+    "workflow": "refund-agent", "events": ["refund.requested"], "run_id": "order-{/data/order}",
+    "input": {"type": "refund.requested/1", "payload": {"refund_id": "{/data/id}",
+              "amount": "{/data/amount}", "payee": "{/data/customer}", "reason": "{/data/reason}"}}}]}
+
 SIGHUP reads the token file again (and the identity provider's configuration
-and keys, the encryption keys, the bundles' adapters and the notice routes):
+and keys, the webhooks and their secrets, the encryption keys, the bundles'
+adapters and the notice routes):
 a token added works at once, a revoked one is refused, and the event streams
 it opened end. A file that does not parse leaves the tokens as they were, and
 the log says why.
@@ -110,6 +124,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	runners := cmd.Flags().Int("runners", 4, "how many runs this process advances at once (with a PostgreSQL store: how many it claims at a time)")
 	destination := cmd.Flags().String("destination", "", "effect endpoint of the built-in refund workflow's payments destination (e.g. a flrh sandbox's http://127.0.0.1:PORT/v1/effects)")
 	tokensFile := cmd.Flags().String("tokens", "", "token file mapping bearer tokens to actors and roles (this or --identity is required to listen beyond loopback)")
+	webhooksFile := cmd.Flags().String("webhooks", "", "webhooks file: the signed deliveries other systems POST to /v1/hooks/NAME (Standard Webhooks, GitHub, Stripe), each starting a run or handed to one as its input, once (see docs/server.md)")
 	identityFile := cmd.Flags().String("identity", "", "identity provider configuration: callers may present the provider's signed tokens (JWTs), their actor and roles taken from its claims (see docs/server.md)")
 	leaseTTL := cmd.Flags().Duration("lease-ttl", 30*time.Second, "how long the runner's lease on a run lasts without renewal")
 	retryAfterFlag := cmd.Flags().Duration("max-retry-after", runner.DefaultMaxRetryAfter, maxRetryAfterUsage)
@@ -204,6 +219,13 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			var err error
 			if identity, err = loadIdentity(cmd.Context(), *identityFile, log); err != nil {
 				return usagef("--identity %s: %v", *identityFile, err)
+			}
+		}
+		var webhooks *server.Webhooks
+		if *webhooksFile != "" {
+			var err error
+			if webhooks, err = loadWebhooks(*webhooksFile); err != nil {
+				return usagef("--webhooks %s: %v", *webhooksFile, err)
 			}
 		}
 		if err := server.ListenCheck(*addr, tokens != nil || identity != nil); err != nil {
@@ -363,8 +385,11 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		catalog := server.Static(workflows)
 		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom})
 		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Identity: identity, Logger: log, Notifier: notifier, MCP: agents,
-			Tracer: tracing.Provider, Metrics: metricsReg})
+			Tracer: tracing.Provider, Metrics: metricsReg, Webhooks: webhooks})
 		if err != nil {
+			if webhooks != nil {
+				return usagef("--webhooks %s: %v", *webhooksFile, err)
+			}
 			return err
 		}
 		ln, err := net.Listen("tcp", *addr)
@@ -399,6 +424,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 				chores.Go(func() { identityReload{*identityFile, srv}.watch(runCtx, *reloadEvery, log) })
 			}
 		}
+		if *reloadEvery > 0 && webhooks != nil {
+			chores.Go(func() { webhookReload{*webhooksFile, srv}.watch(runCtx, *reloadEvery, log) })
+		}
 		if *reloadEvery > 0 && hooks != nil && nf.routes != "" {
 			chores.Go(func() { nf.watchRoutes(runCtx, *reloadEvery, hooks, log) })
 		}
@@ -427,6 +455,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 					}
 					if identity != nil {
 						identityReload{*identityFile, srv}.reload(runCtx, log)
+					}
+					if webhooks != nil {
+						webhookReload{*webhooksFile, srv}.reload(log)
 					}
 					if hooks != nil && nf.routes != "" {
 						nf.reloadRoutes(hooks, log)

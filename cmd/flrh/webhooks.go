@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"flrh.dev/flrh/server"
+	"flrh.dev/flrh/webhook"
+	"flrh.dev/flrh/yamljson"
+)
+
+// readWebhooks parses a webhooks file (YAML when its name says so).
+func readWebhooks(file string) ([]server.WebhookSpec, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return server.ParseWebhooks(data, yamljson.Named(file))
+}
+
+// loadWebhooks reads a webhooks file and the secrets it names.
+func loadWebhooks(file string) (*server.Webhooks, error) {
+	specs, err := readWebhooks(file)
+	if err != nil {
+		return nil, err
+	}
+	return server.LoadWebhooks(specs, filepath.Dir(file), os.Getenv)
+}
+
+// webhookReload reads flrh serve's webhooks file and the secrets it names
+// again and puts them in place (server.SetWebhooks): on SIGHUP, and when
+// the file or a secret file it names changes. A sender rotating its
+// secret is followed without a restart: list the new secret's file
+// beside the old one, then drop the old.
+type webhookReload struct {
+	file string
+	srv  *server.Server
+}
+
+func (r webhookReload) reload(log *slog.Logger) {
+	w, err := loadWebhooks(r.file)
+	if err == nil {
+		err = r.srv.SetWebhooks(w)
+	}
+	if err != nil {
+		log.Warn("webhooks kept as they were", "file", r.file, "err", err.Error())
+		return
+	}
+	log.Info("webhooks reloaded", "file", r.file, "webhooks", len(w.Names()))
+}
+
+// fingerprint digests the file and the secret files it names.
+func (r webhookReload) fingerprint() [sha256.Size]byte {
+	h := sha256.New()
+	data, err := os.ReadFile(r.file)
+	if err != nil {
+		putFields(h, "error", err.Error())
+	} else {
+		putFields(h, "file", string(data))
+		if specs, err := server.ParseWebhooks(data, yamljson.Named(r.file)); err == nil {
+			for _, s := range specs {
+				for _, f := range s.SecretFile {
+					if !filepath.IsAbs(f) {
+						f = filepath.Join(filepath.Dir(r.file), f)
+					}
+					b, err := os.ReadFile(f)
+					putFields(h, "secret", f, string(b), fmt.Sprint(err))
+				}
+			}
+		}
+	}
+	var fp [sha256.Size]byte
+	h.Sum(fp[:0])
+	return fp
+}
+
+func (r webhookReload) watch(ctx context.Context, every time.Duration, log *slog.Logger) {
+	watchChanges(ctx, every, r.fingerprint, func() { r.reload(log) })
+}
+
+func init() {
+	var file string
+	check := &cobra.Command{Use: "check",
+		Short: "Check a webhooks file and the secrets it names, taking no delivery",
+		Long: `check reads the webhooks file as flrh serve --webhooks would, with the
+variables and files its secrets are in, and lists each webhook: its scheme,
+how many secrets it holds, the events and workflow it acts on and the run
+each delivery goes to. No store is opened and nothing is sent. Exit status 2
+when the file is wrong or a secret is missing or unusable.`,
+		Example: `  flrh webhook check --webhooks webhooks.yaml`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			specs, err := readWebhooks(file)
+			if err == nil {
+				_, err = server.LoadWebhooks(specs, filepath.Dir(file), os.Getenv)
+			}
+			if err != nil {
+				return usagef("--webhooks %s: %v", file, err)
+			}
+			w := cmd.OutOrStdout()
+			for _, s := range specs {
+				events := "all"
+				if len(s.Events) > 0 {
+					events = strings.Join(s.Events, ", ")
+				}
+				start := "starting it when it does not exist"
+				if s.Start != nil && !*s.Start {
+					start = "only when it exists"
+				}
+				fmt.Fprintf(w, "webhook %s: %s, %d secrets; events %s; to run %s of %s, %s\n", s.Name, s.Scheme,
+					len(s.SecretEnv)+len(s.SecretFile), events, cmp.Or(s.RunID, "{$hook}-{$delivery}"), s.Workflow, start)
+			}
+			fmt.Fprintf(w, "flrh webhook check: %d webhooks, their secrets read\n", len(specs))
+			return nil
+		}}
+	check.Flags().StringVar(&file, "webhooks", "", "the webhooks file (JSON or YAML), as flrh serve --webhooks takes")
+	check.MarkFlagRequired("webhooks")
+
+	var sendFile, url, bodyFile, id, event string
+	send := &cobra.Command{Use: "send NAME",
+		Short: "Sign a delivery as the webhook's sender would and post it to a server",
+		Long: `send signs the body with the webhook's first secret, in its scheme (a
+Standard Webhooks, GitHub or Stripe signature, timestamped now), posts it to
+URL/v1/hooks/NAME and prints the answer: a way to try a webhook, its
+templates and the run it makes before its sender is pointed at flrh. The id
+is the delivery's (a Stripe event's is its body's own "id"); sending one
+again shows that a delivery is taken once. Exit status 1 when the server
+refuses the delivery.`,
+		Example: `  flrh webhook send shop --webhooks webhooks.yaml --body refund.json --url http://127.0.0.1:7700
+  flrh webhook send tracker --webhooks webhooks.yaml --body issue.json --event issues --id 7c1e`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			specs, err := readWebhooks(sendFile)
+			if err != nil {
+				return usagef("--webhooks %s: %v", sendFile, err)
+			}
+			var spec *server.WebhookSpec
+			for i := range specs {
+				if specs[i].Name == args[0] {
+					spec = &specs[i]
+				}
+			}
+			if spec == nil {
+				return usagef("--webhooks %s has no webhook %s", sendFile, args[0])
+			}
+			// The first secret alone: a sender signs with the one it holds.
+			secret, err := firstSecret(*spec, filepath.Dir(sendFile))
+			if err != nil {
+				return usagef("webhook %s: %v", spec.Name, err)
+			}
+			body, err := os.ReadFile(bodyFile)
+			if err != nil {
+				return usagef("--body: %v", err)
+			}
+			if id == "" {
+				id = "try-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			}
+			h := webhook.Sign(spec.Scheme, secret, webhook.Delivery{ID: id, Event: event, Timestamp: time.Now().Unix()}, body)
+			req, err := http.NewRequestWithContext(cmd.Context(), "POST", strings.TrimSuffix(url, "/")+"/v1/hooks/"+spec.Name, bytes.NewReader(body))
+			if err != nil {
+				return usagef("--url: %v", err)
+			}
+			for k, v := range h {
+				req.Header[k] = v
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			var pretty bytes.Buffer
+			if json.Indent(&pretty, answer, "", "  ") != nil {
+				pretty.Reset()
+				pretty.Write(answer)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", resp.Status, bytes.TrimSpace(pretty.Bytes()))
+			if resp.StatusCode >= 300 {
+				return errChecksFailed
+			}
+			return nil
+		}}
+	send.Flags().StringVar(&sendFile, "webhooks", "", "the webhooks file (JSON or YAML), as flrh serve --webhooks takes")
+	send.Flags().StringVar(&url, "url", "http://127.0.0.1:7700", "the server's address")
+	send.Flags().StringVar(&bodyFile, "body", "", "a file holding the body to deliver (JSON)")
+	send.Flags().StringVar(&id, "id", "", "the delivery's id (default one made of the time); a Stripe event's is its body's")
+	send.Flags().StringVar(&event, "event", "", "the event, for a GitHub webhook's X-GitHub-Event")
+	send.MarkFlagRequired("webhooks")
+	send.MarkFlagRequired("body")
+
+	group := &cobra.Command{Use: "webhook", Short: "Check and try the webhooks other systems deliver to (see flrh serve --webhooks)"}
+	group.AddCommand(check, send)
+	rootCmd.AddCommand(group)
+}
+
+// firstSecret is the key of the webhook's first secret: its first
+// variable's, or its first file's when it names no variable.
+func firstSecret(s server.WebhookSpec, dir string) ([]byte, error) {
+	var text string
+	if len(s.SecretEnv) > 0 {
+		if text = os.Getenv(s.SecretEnv[0]); text == "" {
+			return nil, fmt.Errorf("the environment variable %s is unset or empty", s.SecretEnv[0])
+		}
+	} else {
+		f := s.SecretFile[0]
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(dir, f)
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		text = strings.TrimSpace(string(b))
+	}
+	return webhook.ParseSecret(s.Scheme, text)
+}

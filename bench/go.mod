@@ -6,6 +6,8 @@ require (
 	flrh.dev/flrh v0.0.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/standard-webhooks/standard-webhooks/libraries v1.3.0
+	github.com/stripe/stripe-go/v82 v82.5.1
 	modernc.org/sqlite v1.62.0
 )
 

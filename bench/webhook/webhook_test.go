@@ -1,0 +1,210 @@
+// Package webhook sets flrh's webhook verification (package webhook)
+// beside the senders' own libraries: Standard Webhooks' Go library and
+// stripe-go's webhook package. A differential test over deliveries drawn
+// at random (signed right or bent, early, late) checks that flrh reaches
+// the same verdict, or the stricter one where it means to; benchmarks
+// measure one verification each, side by side.
+package webhook
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
+
+	"flrh.dev/flrh/webhook"
+)
+
+var (
+	stdKey    = []byte("0123456789abcdef0123456789abcdef")
+	stdSecret = "whsec_" + base64.StdEncoding.EncodeToString(stdKey)
+	stripeKey = "whsec_test_secret_0123456789abcdef"
+)
+
+// draw makes a delivery at random: a JSON body, an id, a signing time
+// within ±7 minutes of now (never within 3 s of the five-minute edge,
+// which the libraries judge by their own clock a moment later), and one
+// of: signed right, a byte of the body changed, signed under another
+// secret, the signature header cut short.
+func draw(r *rand.Rand, now time.Time) (body []byte, id string, at time.Time, bend int) {
+	fields := map[string]any{"id": fmt.Sprintf("evt_%d", r.IntN(1e6)), "type": "refund.requested"}
+	for i := range r.IntN(6) {
+		fields[fmt.Sprintf("f%d", i)] = r.Int64N(1e12) - 5e11
+	}
+	if r.IntN(3) == 0 {
+		fields["text"] = strings.Repeat("é", r.IntN(40))
+	}
+	body, _ = json.Marshal(fields)
+	for {
+		skew := time.Duration(r.IntN(840)-420) * time.Second
+		if d := skew.Abs() - 5*time.Minute; d < -3*time.Second || d > 3*time.Second {
+			at = now.Add(skew)
+			break
+		}
+	}
+	return body, fmt.Sprintf("msg_%x", r.Uint64()), at, r.IntN(4)
+}
+
+func bent(h webhook.Header, name string, body []byte, bend int, r *rand.Rand, other func() webhook.Header) (webhook.Header, []byte) {
+	switch bend {
+	case 1:
+		b := []byte(string(body))
+		i := r.IntN(len(b))
+		b[i] ^= byte(1 + r.IntN(127))
+		return h, b
+	case 2:
+		return other(), body
+	case 3:
+		v := h[name][0]
+		h[name] = []string{v[:len(v)-1-r.IntN(4)]}
+	}
+	return h, body
+}
+
+func TestAgreesWithStandardWebhooks(t *testing.T) {
+	lib, err := standardwebhooks.NewWebhook(stdSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flrh := webhook.Verifier{Scheme: webhook.Standard, Secrets: [][]byte{stdKey}}
+	r := rand.New(rand.NewPCG(1, 2))
+	accepted := 0
+	for i := range 3000 {
+		now := time.Now()
+		body, id, at, bend := draw(r, now)
+		d := webhook.Delivery{ID: id, Timestamp: at.Unix()}
+		h, body := bent(webhook.Sign(webhook.Standard, stdKey, d, body), "Webhook-Signature", body, bend, r, func() webhook.Header {
+			return webhook.Sign(webhook.Standard, []byte("another-secret-entirely-0123"), d, body)
+		})
+		_, ferr := flrh.Verify(h, body, now)
+		lerr := lib.Verify(body, http.Header(h))
+		if (ferr == nil) != (lerr == nil) {
+			t.Fatalf("delivery %d (bend %d, signed %s from now): flrh %v, the library %v", i, bend, at.Sub(now).Round(time.Second), ferr, lerr)
+		}
+		if ferr == nil {
+			accepted++
+		}
+	}
+	t.Logf("3000 deliveries, %d accepted by both", accepted)
+	if accepted < 300 {
+		t.Fatalf("only %d accepted: the draw does not exercise acceptance", accepted)
+	}
+}
+
+func TestAgreesWithStripe(t *testing.T) {
+	flrh := webhook.Verifier{Scheme: webhook.Stripe, Secrets: [][]byte{[]byte(stripeKey)}}
+	r := rand.New(rand.NewPCG(3, 4))
+	accepted, stricter := 0, 0
+	for i := range 3000 {
+		now := time.Now()
+		body, _, at, bend := draw(r, now)
+		d := webhook.Delivery{Timestamp: at.Unix()}
+		h, body := bent(webhook.Sign(webhook.Stripe, []byte(stripeKey), d, body), "Stripe-Signature", body, bend, r, func() webhook.Header {
+			return webhook.Sign(webhook.Stripe, []byte("whsec_another_secret_0123456789"), d, body)
+		})
+		_, ferr := flrh.Verify(h, body, now)
+		lerr := stripewebhook.ValidatePayloadWithTolerance(body, h.Get("Stripe-Signature"), stripeKey, webhook.DefaultTolerance)
+		switch {
+		case (ferr == nil) == (lerr == nil):
+			if ferr == nil {
+				accepted++
+			}
+		case ferr != nil && lerr == nil && at.After(now.Add(webhook.DefaultTolerance)):
+			// stripe-go judges only how old a signature is; flrh refuses
+			// one signed more than the tolerance ahead too.
+			stricter++
+		default:
+			t.Fatalf("delivery %d (bend %d, signed %s from now): flrh %v, stripe-go %v", i, bend, at.Sub(now).Round(time.Second), ferr, lerr)
+		}
+	}
+	t.Logf("3000 deliveries, %d accepted by both, %d signed ahead refused by flrh alone", accepted, stricter)
+	if accepted < 300 || stricter == 0 {
+		t.Fatalf("%d accepted, %d stricter: the draw does not exercise both", accepted, stricter)
+	}
+}
+
+// The body of a typical event, about 2 KB.
+var benchBody = func() []byte {
+	b, _ := json.Marshal(map[string]any{"id": "evt_1", "type": "charge.refund.updated", "data": map[string]any{
+		"object": map[string]any{"id": "re_1", "amount": 900, "currency": "eur", "metadata": map[string]any{"order": "o-17"},
+			"description": strings.Repeat("a refund for a damaged item ", 64)}}})
+	return b
+}()
+
+func BenchmarkVerifyStandard(b *testing.B) {
+	now := time.Now()
+	h := webhook.Sign(webhook.Standard, stdKey, webhook.Delivery{ID: "msg_1", Timestamp: now.Unix()}, benchBody)
+	b.Run("flrh", func(b *testing.B) {
+		v := webhook.Verifier{Scheme: webhook.Standard, Secrets: [][]byte{stdKey}}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Verify(h, benchBody, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	lib, _ := standardwebhooks.NewWebhook(stdSecret)
+	hh := http.Header(h)
+	b.Run("standardwebhooks", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := lib.Verify(benchBody, hh); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// flrh's Verify reads the body too; so does a receiver of the
+	// library's, next.
+	b.Run("standardwebhooks+decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := lib.Verify(benchBody, hh); err != nil {
+				b.Fatal(err)
+			}
+			var v any
+			if err := json.Unmarshal(benchBody, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkVerifyStripe(b *testing.B) {
+	now := time.Now()
+	h := webhook.Sign(webhook.Stripe, []byte(stripeKey), webhook.Delivery{Timestamp: now.Unix()}, benchBody)
+	b.Run("flrh", func(b *testing.B) {
+		v := webhook.Verifier{Scheme: webhook.Stripe, Secrets: [][]byte{[]byte(stripeKey)}}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Verify(h, benchBody, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("stripe-go", func(b *testing.B) {
+		sig := h.Get("Stripe-Signature")
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := stripewebhook.ValidatePayloadWithTolerance(benchBody, sig, stripeKey, webhook.DefaultTolerance); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// ConstructEvent verifies and reads the event, as flrh's Verify does.
+	b.Run("stripe-go-construct", func(b *testing.B) {
+		sig := h.Get("Stripe-Signature")
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := stripewebhook.ConstructEventWithOptions(benchBody, sig, stripeKey, stripewebhook.ConstructEventOptions{IgnoreAPIVersionMismatch: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/jsontemplate"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/webhook"
 	"flrh.dev/flrh/yamljson"
@@ -25,6 +26,10 @@ import (
 // an input of one (runner.Deliver): once, however often the sender
 // delivers it again. The signature is the caller's credential, so the
 // route takes no bearer token.
+
+// deliveryNames are the named values a webhook's templates may take
+// besides the body: {$delivery}, {$event}, {$hook}.
+var deliveryNames = []string{"$delivery", "$event", "$hook"}
 
 // WebhookSpec is one webhook of a webhooks file (schema/webhooks.json).
 type WebhookSpec struct {
@@ -84,9 +89,9 @@ func (w *Webhooks) Names() []string { return slices.Clone(w.names) }
 type inboundHook struct {
 	spec     WebhookSpec
 	verifier webhook.Verifier
-	runID    *webhook.Template
-	input    *webhook.Template
-	when     []webhook.Condition
+	runID    *jsontemplate.Template
+	input    *jsontemplate.Template
+	when     []jsontemplate.Condition
 	start    bool
 	actor    string
 }
@@ -158,14 +163,14 @@ func compileWebhook(spec WebhookSpec, secrets [][]byte) (*inboundHook, error) {
 	if runID == "" {
 		runID = "{$hook}-{$delivery}"
 	}
-	if h.runID, err = webhook.CompileString(runID); err != nil {
+	if h.runID, err = jsontemplate.CompileString(runID, deliveryNames...); err != nil {
 		return nil, fmt.Errorf("run_id: %w", err)
 	}
 	input := spec.Input
 	if len(input) == 0 {
 		input = json.RawMessage(`"{$body}"`)
 	}
-	if h.input, err = webhook.CompileTemplate(input); err != nil {
+	if h.input, err = jsontemplate.Compile(input, deliveryNames...); err != nil {
 		return nil, fmt.Errorf("input: %w", err)
 	}
 	pointers := make([]string, 0, len(spec.When))
@@ -174,7 +179,7 @@ func compileWebhook(spec WebhookSpec, secrets [][]byte) (*inboundHook, error) {
 	}
 	slices.Sort(pointers)
 	for _, p := range pointers {
-		c, err := webhook.NewCondition(p, spec.When[p])
+		c, err := jsontemplate.NewCondition(p, spec.When[p])
 		if err != nil {
 			return nil, fmt.Errorf("when: %w", err)
 		}
@@ -232,10 +237,10 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 		return nil
 	}
 	outcome = "failed"
-	values := webhook.Values{Hook: name, Delivery: d}
+	values := jsontemplate.Values{Body: d.Body, Names: map[string]string{"$delivery": d.ID, "$event": d.Event, "$hook": name}}
 	rid, err := h.runID.Render(values)
 	if err != nil {
-		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the run id: %s", strings.TrimPrefix(err.Error(), "webhook: "))
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the run id: %v", err)
 	}
 	runID, _ := rid.(string)
 	if !cjson.ValidID(runID) {
@@ -247,7 +252,7 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 		input, err = cjson.Marshal(v)
 	}
 	if err != nil {
-		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the input: %s", strings.TrimPrefix(err.Error(), "webhook: "))
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the input: %v", err)
 	}
 	del := runner.Delivery{Key: name + "\x00" + d.ID, RunID: runID, Input: input, Actor: h.actor}
 	if h.start {

@@ -4,9 +4,9 @@
 // mapped to the shape the workflow takes.
 //
 // It is pure: Verifier.Verify takes a delivery's headers, its body, the
-// secrets and the time to judge it at, and says who sent what; a Template
-// takes the body and renders the input. Reading the request, finding the
-// secrets and handing the input to a run are the server's.
+// secrets and the time to judge it at, and says who sent what. Making a
+// run's input of the body is package jsontemplate's; reading the request,
+// finding the secrets and handing the input to a run are the server's.
 //
 // Three signing schemes are understood, each as its senders write it:
 //

@@ -18,17 +18,13 @@ const (
 	// ReasonSecret: a secret is unusable (empty, too short, not base64
 	// where the scheme needs it).
 	ReasonSecret Reason = "secret"
-	// ReasonTemplate: a template does not compile, or a body does not
-	// give it what it names.
-	ReasonTemplate Reason = "template"
 )
 
 // Error is a refusal: which check failed and what was found.
 type Error struct {
 	Reason Reason
-	// Where is the JSON pointer of the template's value, or the header,
-	// the refusal is about; empty when it is about the delivery as a
-	// whole.
+	// Where is the header the refusal is about; empty when it is about
+	// the delivery as a whole.
 	Where string
 	// Detail says what was found, in a sentence that repeats no secret
 	// and no signature.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"flrh.dev/flrh/jsontemplate"
 )
 
 // Scheme is how a sender signs its deliveries.
@@ -117,8 +119,9 @@ type Delivery struct {
 	// Timestamp is the signed time, in Unix seconds; 0 when the scheme
 	// signs none.
 	Timestamp int64
-	// Body is the body decoded: objects as map[string]any, arrays as
-	// []any, numbers as json.Number, so a template reads them exactly.
+	// Body is the body decoded (jsontemplate.Decode): objects as
+	// map[string]any, arrays as []any, numbers as json.Number, so a
+	// template reads them exactly.
 	Body any
 }
 
@@ -156,8 +159,8 @@ func (v Verifier) Verify(h Header, body []byte, now time.Time) (Delivery, error)
 			return Delivery{}, refuse(ReasonStale, "", "signed at %s, %s from now; the tolerance is %s", at.UTC().Format(time.RFC3339), skew.Round(time.Second), tol)
 		}
 	}
-	if d.Body, err = decodeBody(body); err != nil {
-		return Delivery{}, err
+	if d.Body, err = jsontemplate.Decode(body); err != nil {
+		return Delivery{}, refuse(ReasonMalformed, "", "the body is not JSON: %v", err)
 	}
 	if v.Scheme == GitHub {
 		return d, nil

@@ -1,4 +1,4 @@
-package webhook
+package jsontemplate
 
 import (
 	"encoding/json"
@@ -8,21 +8,21 @@ import (
 	"strings"
 )
 
-// A Template makes a run's input of a delivery. It is JSON whose strings
-// may name parts of the delivery in braces:
+// A Template makes a JSON value of a document and named values: a run's
+// input of a webhook's delivery, a scheduled run's of its time. It is
+// JSON whose strings may name parts of them in braces:
 //
-//	{/pointer}  the body's value at a JSON pointer (RFC 6901)
-//	{$body}     the whole body
-//	{$delivery} the delivery's id
-//	{$event}    its event
-//	{$hook}     the hook's name
+//	{/pointer}  the document's value at a JSON pointer (RFC 6901)
+//	{$body}     the whole document
+//	{$name}     a named value the template was compiled to take
+//	            ({$delivery}, {$time}, …)
 //
 // A string that is one placeholder and nothing else becomes the value
 // itself, whatever its type ("{/amount}" gives the number 900); a
 // placeholder among other text is written into the string, and must then
 // be a string, an integer or a boolean ("refund-{/order/id}"). "{{" and
-// "}}" are literal braces. Numbers are integers: a body's number with a
-// fraction or an exponent is refused where a template takes it, as
+// "}}" are literal braces. Numbers are integers: a document's number with
+// a fraction or an exponent is refused where a template takes it, as
 // flrh's inputs take none.
 type Template struct {
 	root tnode
@@ -48,24 +48,19 @@ type part struct {
 
 // ref is a placeholder: a body pointer's tokens, or a name ($delivery…).
 type ref struct {
-	name    string   // "$delivery", "$event", "$hook", "$body"; "" for a pointer
+	name    string   // "$body", or a named value's name ("$delivery"); "" for a pointer
 	pointer string   // the pointer as written
 	tokens  []string // its unescaped tokens
 }
 
-// Values is what a template is rendered with.
-type Values struct {
-	Hook     string
-	Delivery Delivery
-}
-
-// CompileTemplate reads a template from its JSON text.
-func CompileTemplate(text []byte) (*Template, error) {
-	v, err := decodeJSON(text)
+// Compile reads a template from its JSON text; names are the named
+// values ("$delivery", …) it may take besides {$body} and pointers.
+func Compile(text []byte, names ...string) (*Template, error) {
+	v, err := Decode(text)
 	if err != nil {
-		return nil, refuse(ReasonTemplate, "", "not JSON: %v", err)
+		return nil, refuse("", "not JSON: %v", err)
 	}
-	root, err := compileNode(v, "")
+	root, err := compileNode(v, "", names)
 	if err != nil {
 		return nil, err
 	}
@@ -74,18 +69,18 @@ func CompileTemplate(text []byte) (*Template, error) {
 
 // CompileString reads a template that is a string (a run's id, say): its
 // text is the string's, braces and all, unquoted.
-func CompileString(s string) (*Template, error) {
-	n, err := compileNode(s, "")
+func CompileString(s string, names ...string) (*Template, error) {
+	n, err := compileNode(s, "", names)
 	if err != nil {
 		return nil, err
 	}
 	return &Template{root: n}, nil
 }
 
-func compileNode(v any, at string) (tnode, error) {
+func compileNode(v any, at string, names []string) (tnode, error) {
 	switch x := v.(type) {
 	case string:
-		parts, err := parseParts(x, at)
+		parts, err := parseParts(x, at, names)
 		if err != nil {
 			return tnode{}, err
 		}
@@ -99,14 +94,14 @@ func compileNode(v any, at string) (tnode, error) {
 	case json.Number:
 		n, err := integer(x)
 		if err != nil {
-			return tnode{}, refuse(ReasonTemplate, pointerAt(at), "%v", err)
+			return tnode{}, refuse(pointerAt(at), "%v", err)
 		}
 		return tnode{kind: 'l', lit: n, at: at}, nil
 	case map[string]any:
 		obj := make(map[string]tnode, len(x))
 		templated := false
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			n, err := compileNode(x[k], at+"/"+escapeToken(k))
+			n, err := compileNode(x[k], at+"/"+escapeToken(k), names)
 			if err != nil {
 				return tnode{}, err
 			}
@@ -121,7 +116,7 @@ func compileNode(v any, at string) (tnode, error) {
 		arr := make([]tnode, len(x))
 		templated := false
 		for i, e := range x {
-			n, err := compileNode(e, at+"/"+strconv.Itoa(i))
+			n, err := compileNode(e, at+"/"+strconv.Itoa(i), names)
 			if err != nil {
 				return tnode{}, err
 			}
@@ -151,7 +146,7 @@ func literal(obj map[string]tnode) map[string]any {
 }
 
 // parseParts splits a template string into text and placeholders.
-func parseParts(s, at string) ([]part, error) {
+func parseParts(s, at string, names []string) ([]part, error) {
 	var parts []part
 	var text strings.Builder
 	flush := func() {
@@ -170,13 +165,13 @@ func parseParts(s, at string) ([]part, error) {
 			text.WriteByte('}')
 			i++
 		case c == '}':
-			return nil, refuse(ReasonTemplate, pointerAt(at), "a lone } at byte %d (write }} for the brace itself)", i)
+			return nil, refuse(pointerAt(at), "a lone } at byte %d (write }} for the brace itself)", i)
 		case c == '{':
 			end := strings.IndexAny(s[i+1:], "{}")
 			if end < 0 || s[i+1+end] != '}' {
-				return nil, refuse(ReasonTemplate, pointerAt(at), "the { at byte %d is not closed (write {{ for the brace itself)", i)
+				return nil, refuse(pointerAt(at), "the { at byte %d is not closed (write {{ for the brace itself)", i)
 			}
-			r, err := parseRef(s[i+1:i+1+end], at)
+			r, err := parseRef(s[i+1:i+1+end], at, names)
 			if err != nil {
 				return nil, err
 			}
@@ -191,29 +186,55 @@ func parseParts(s, at string) ([]part, error) {
 	return parts, nil
 }
 
-var names = []string{"$body", "$delivery", "$event", "$hook"}
-
-func parseRef(s, at string) (*ref, error) {
+func parseRef(s, at string, names []string) (*ref, error) {
 	if strings.HasPrefix(s, "$") {
-		if !slices.Contains(names, s) {
-			return nil, refuse(ReasonTemplate, pointerAt(at), "no placeholder {%s}: {$body}, {$delivery}, {$event}, {$hook} or a JSON pointer {/…}", s)
+		if s != "$body" && !slices.Contains(names, s) {
+			known := "{$body}"
+			for _, n := range names {
+				known += ", {" + n + "}"
+			}
+			return nil, refuse(pointerAt(at), "no placeholder {%s}: %s or a JSON pointer {/…}", s, known)
 		}
 		return &ref{name: s}, nil
 	}
 	if !strings.HasPrefix(s, "/") {
-		return nil, refuse(ReasonTemplate, pointerAt(at), "{%s} is not a placeholder: a JSON pointer starts with /, a name with $", s)
+		return nil, refuse(pointerAt(at), "{%s} is not a placeholder: a JSON pointer starts with /, a name with $", s)
 	}
 	tokens, err := unescapePointer(s)
 	if err != nil {
-		return nil, refuse(ReasonTemplate, pointerAt(at), "{%s}: %v", s, err)
+		return nil, refuse(pointerAt(at), "{%s}: %v", s, err)
 	}
 	return &ref{pointer: s, tokens: tokens}, nil
 }
 
-// Render makes the template's value of a delivery: a value of
-// map[string]any, []any, string, int64, bool and nil.
+// Values is what a template is rendered with: the document its pointers
+// read (nil when none), and its named values by name ("$delivery").
+type Values struct {
+	Body  any
+	Names map[string]string
+}
+
+// Render makes the template's value: a value of map[string]any, []any,
+// string, int64, bool and nil.
 func (t *Template) Render(in Values) (any, error) {
 	return t.root.render(in)
+}
+
+// ReadsBody reports whether the template names a part of the document.
+func (t *Template) ReadsBody() bool { return t.root.readsBody() }
+
+func (n tnode) readsBody() bool {
+	for _, p := range n.parts {
+		if p.ref != nil && (p.ref.name == "" || p.ref.name == "$body") {
+			return true
+		}
+	}
+	for _, e := range n.obj { //flrh:orderfree any member that reads the body answers true
+		if e.readsBody() {
+			return true
+		}
+	}
+	return slices.ContainsFunc(n.arr, tnode.readsBody)
 }
 
 func (n tnode) render(in Values) (any, error) {
@@ -260,7 +281,7 @@ func (n tnode) render(in Values) (any, error) {
 			case bool:
 				b.WriteString(strconv.FormatBool(x))
 			default:
-				return nil, refuse(ReasonTemplate, pointerAt(n.at), "%s is %s, which cannot be written into a string", p.ref, kindOf(v))
+				return nil, refuse(pointerAt(n.at), "%s is %s, which cannot be written into a string", p.ref, kindOf(v))
 			}
 		}
 		return b.String(), nil
@@ -277,21 +298,16 @@ func (r *ref) String() string {
 
 // value is what the placeholder names in the delivery.
 func (r *ref) value(in Values, at string) (any, error) {
-	switch r.name {
-	case "$delivery":
-		return in.Delivery.ID, nil
-	case "$event":
-		return in.Delivery.Event, nil
-	case "$hook":
-		return in.Hook, nil
+	if r.name != "" && r.name != "$body" {
+		return in.Names[r.name], nil
 	}
-	v, ok := resolve(in.Delivery.Body, r.tokens)
+	v, ok := resolve(in.Body, r.tokens)
 	if !ok {
-		return nil, refuse(ReasonTemplate, pointerAt(at), "the body has nothing at %s", r)
+		return nil, refuse(pointerAt(at), "the body has nothing at %s", r)
 	}
 	out, err := plain(v)
 	if err != nil {
-		return nil, refuse(ReasonTemplate, pointerAt(at), "%s: %v", r, err)
+		return nil, refuse(pointerAt(at), "%s: %v", r, err)
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package webhook
+package jsontemplate
 
 import (
 	"bytes"
@@ -9,23 +9,14 @@ import (
 	"unicode/utf8"
 )
 
-// maxDepth bounds how deeply a body's (or a template's) arrays and
-// objects nest.
+// maxDepth bounds how deeply a document's arrays and objects nest.
 const maxDepth = 64
 
-// decodeBody reads a delivery's body as one JSON value: objects as
-// map[string]any with no member named twice (a body means one thing,
-// whoever reads it), numbers as json.Number.
-func decodeBody(body []byte) (any, error) {
-	v, err := decodeJSON(body)
-	if err != nil {
-		return nil, refuse(ReasonMalformed, "", "the body is not JSON: %v", err)
-	}
-	return v, nil
-}
-
-// decodeJSON reads data as one JSON value, as decodeBody describes.
-func decodeJSON(data []byte) (any, error) {
+// Decode reads data as one JSON value: objects as map[string]any with no
+// member named twice (a document means one thing, whoever reads it),
+// arrays as []any, numbers as json.Number (exact, whatever their size),
+// nested at most 64 deep.
+func Decode(data []byte) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("not UTF-8")
 	}

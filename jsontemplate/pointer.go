@@ -1,4 +1,4 @@
-package webhook
+package jsontemplate
 
 import (
 	"errors"
@@ -75,14 +75,14 @@ type Condition struct {
 func NewCondition(pointer string, value []byte) (Condition, error) {
 	tokens, err := unescapePointer(pointer)
 	if err != nil || pointer == "" {
-		return Condition{}, refuse(ReasonTemplate, pointer, "a condition's key is a JSON pointer into the body, starting with /")
+		return Condition{}, refuse(pointer, "a condition's key is a JSON pointer into the body, starting with /")
 	}
-	v, err := decodeJSON(value)
+	v, err := Decode(value)
 	if err == nil {
 		v, err = plain(v)
 	}
 	if err != nil {
-		return Condition{}, refuse(ReasonTemplate, pointer, "the value: %v", err)
+		return Condition{}, refuse(pointer, "the value: %v", err)
 	}
 	return Condition{Pointer: pointer, tokens: tokens, want: v}, nil
 }

@@ -1,27 +1,30 @@
-package webhook_test
+package jsontemplate_test
 
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
-	"flrh.dev/flrh/webhook"
+	"flrh.dev/flrh/jsontemplate"
 )
 
-func delivery(t *testing.T, body string) webhook.Values {
+// names are the named values the tests' templates take.
+var names = []string{"$delivery", "$event", "$hook"}
+
+func values(t *testing.T, body string) jsontemplate.Values {
 	t.Helper()
-	h := webhook.Sign(webhook.Standard, secret, signed, []byte(body))
-	d, err := webhook.Verifier{Scheme: webhook.Standard, Secrets: [][]byte{secret}}.Verify(h, []byte(body), now)
+	v, err := jsontemplate.Decode([]byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return webhook.Values{Hook: "shop", Delivery: d}
+	return jsontemplate.Values{Body: v, Names: map[string]string{"$delivery": "msg_1", "$event": "refund.requested", "$hook": "shop"}}
 }
 
 func TestTemplate(t *testing.T) {
-	in := delivery(t, `{"type":"refund.requested","order":{"id":"o-17","lines":[{"sku":"a/b~c","qty":2}]},"amount":900,"ok":true,"note":null,"price":12.5,"big":1e3,"payee":"bob","x/y":"slash","t~n":"tilde"}`)
+	in := values(t, `{"type":"refund.requested","order":{"id":"o-17","lines":[{"sku":"a/b~c","qty":2}]},"amount":900,"ok":true,"note":null,"price":12.5,"big":1e3,"payee":"bob","x/y":"slash","t~n":"tilde"}`)
 	cases := []struct {
 		name     string
 		template string
@@ -50,13 +53,13 @@ func TestTemplate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			tp, err := webhook.CompileTemplate([]byte(c.template))
+			tp, err := jsontemplate.Compile([]byte(c.template), names...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			v, err := tp.Render(in)
 			if c.want == "" {
-				if !errors.Is(err, &webhook.Error{Reason: webhook.ReasonTemplate}) || !strings.Contains(err.Error(), c.words) || v != nil {
+				if !isTemplateError(err) || !strings.Contains(err.Error(), c.words) || v != nil {
 					t.Fatalf("got %v, %v; want a template refusal saying %q", v, err, c.words)
 				}
 				return
@@ -114,18 +117,18 @@ func TestTemplateRefused(t *testing.T) {
 		{`{`, "not JSON"},
 	}
 	for _, c := range cases {
-		_, err := webhook.CompileTemplate([]byte(c.template))
-		if !errors.Is(err, &webhook.Error{Reason: webhook.ReasonTemplate}) || !strings.Contains(err.Error(), c.words) {
+		_, err := jsontemplate.Compile([]byte(c.template), names...)
+		if !isTemplateError(err) || !strings.Contains(err.Error(), c.words) {
 			t.Errorf("%s: %v; want a template refusal saying %q", c.template, err, c.words)
 		}
 	}
-	if _, err := webhook.CompileString("run-{$delivery"); err == nil {
+	if _, err := jsontemplate.CompileString("run-{$delivery", names...); err == nil {
 		t.Error("an unclosed run id template compiled")
 	}
 }
 
 func TestCondition(t *testing.T) {
-	in := delivery(t, `{"action":"opened","labels":["refund"],"n":2,"price":1.5,"issue":{"number":7}}`)
+	in := values(t, `{"action":"opened","labels":["refund"],"n":2,"price":1.5,"issue":{"number":7}}`)
 	cases := []struct {
 		pointer, value string
 		holds          bool
@@ -142,17 +145,50 @@ func TestCondition(t *testing.T) {
 		{"/price", `1`, false},
 	}
 	for _, c := range cases {
-		cond, err := webhook.NewCondition(c.pointer, []byte(c.value))
+		cond, err := jsontemplate.NewCondition(c.pointer, []byte(c.value))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := cond.Holds(in.Delivery.Body); got != c.holds {
+		if got := cond.Holds(in.Body); got != c.holds {
 			t.Errorf("%s = %s: %v, want %v", c.pointer, c.value, got, c.holds)
 		}
 	}
 	for _, bad := range []struct{ p, v string }{{"action", `"x"`}, {"", `"x"`}, {"/a", `1.5`}, {"/a", `{`}} {
-		if _, err := webhook.NewCondition(bad.p, []byte(bad.v)); !errors.Is(err, &webhook.Error{Reason: webhook.ReasonTemplate}) {
+		if _, err := jsontemplate.NewCondition(bad.p, []byte(bad.v)); !isTemplateError(err) {
 			t.Errorf("condition %q = %s: %v; want a refusal", bad.p, bad.v, err)
+		}
+	}
+}
+
+func isTemplateError(err error) bool {
+	var te *jsontemplate.Error
+	return errors.As(err, &te)
+}
+
+func TestDecode(t *testing.T) {
+	for _, c := range []struct{ text, words string }{
+		{`{"a":1,"a":2}`, `"a" named twice in the top`},
+		{`{"a":{"b":1,"b":1}}`, `"b" named twice in /a`},
+		{`{} {}`, "more than one value"},
+		{"\"\xff\"", "not UTF-8"},
+		{strings.Repeat("[", 65) + strings.Repeat("]", 65), "nested more than 64 deep"},
+		{`{`, "EOF"},
+	} {
+		if _, err := jsontemplate.Decode([]byte(c.text)); err == nil || !strings.Contains(err.Error(), c.words) {
+			t.Errorf("%q: %v; want an error saying %q", c.text, err, c.words)
+		}
+	}
+	v, err := jsontemplate.Decode([]byte(`{"n":12345678901234567890,"f":1.5}`))
+	if err != nil || fmt.Sprint(v) != "map[f:1.5 n:12345678901234567890]" {
+		t.Fatalf("numbers kept exact: %v, %v", v, err)
+	}
+}
+
+func TestReadsBody(t *testing.T) {
+	for text, want := range map[string]bool{`{"a":"{$delivery}"}`: false, `["x","{/a}"]`: true, `{"a":{"b":"{$body}"}}`: true, `"plain"`: false} {
+		tp, err := jsontemplate.Compile([]byte(text), names...)
+		if err != nil || tp.ReadsBody() != want {
+			t.Errorf("%s: ReadsBody %v, %v; want %v", text, tp.ReadsBody(), err, want)
 		}
 	}
 }

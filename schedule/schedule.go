@@ -1,0 +1,409 @@
+// Package schedule starts runs on a calendar: a nightly reconciliation, a
+// report every Monday at nine, a sweep every five minutes. Each schedule
+// names a cron expression in a time zone, a workflow, and templates of
+// the run's id and input; the run of each time it is due is started
+// once, whichever of several servers sharing a store starts it, and a
+// time missed while no server ran is started late if it is within the
+// schedule's catch-up window.
+//
+// "Once" rests on the run's id: it is made of the schedule and the time
+// due ("nightly-2026-12-07T02:00:00Z" by default), and a store holds one
+// run of an id, so a second server, or a server restarted a moment
+// after it started the run, finds it started.
+package schedule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/cron"
+	"flrh.dev/flrh/jsontemplate"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/yamljson"
+)
+
+// Spec is one schedule of a schedules file.
+type Spec struct {
+	Name string `json:"name"`
+	// Cron is when the schedule is due (package cron): five fields, or
+	// six with seconds first, or a macro (@daily).
+	Cron string `json:"cron"`
+	// TimeZone is the IANA zone the expression's wall-clock times are in
+	// (Europe/Paris); UTC when left out.
+	TimeZone string `json:"time_zone,omitempty"`
+	Workflow string `json:"workflow"`
+	Version  string `json:"version,omitempty"`
+	// RunID is a template of the run's id: {$schedule}-{$time} when left
+	// out. It must name the time due, or two times would share a run.
+	RunID string `json:"run_id,omitempty"`
+	// Input is a template of the run's input ({} when left out).
+	Input json.RawMessage `json:"input,omitempty"`
+	// CatchUpSeconds is how late a run may still be started: a time due
+	// while no server ran, found this long after it, is started; one
+	// found later is skipped and counted missed. 300 when left out.
+	CatchUpSeconds *int64 `json:"catch_up_seconds,omitempty"`
+	// Actor is who the runs are started as (an agent): schedule:NAME when
+	// left out.
+	Actor string `json:"actor,omitempty"`
+}
+
+// Names are the named values a schedule's templates take:
+//
+//	{$schedule}  the schedule's name
+//	{$time}      the time due, in UTC (RFC 3339: 2026-12-07T02:00:00Z)
+//	{$local}     the time due on the schedule's wall clock (2026-12-07T03:00:00)
+//	{$date}      the day due on the schedule's wall clock (2026-12-07)
+var Names = []string{"$schedule", "$time", "$local", "$date"}
+
+// DefaultCatchUp is how late a missed time is still started when a
+// schedule does not say.
+const DefaultCatchUp = 5 * time.Minute
+
+type file struct {
+	Schedules []Spec `json:"schedules"`
+}
+
+// Parse reads a schedules file, JSON or (yaml set) YAML, and checks every
+// schedule but its workflow (which New checks against those loaded):
+// {"schedules": [{"name": "nightly", "cron": "0 2 * * *", "time_zone":
+// "Europe/Paris", "workflow": "reconcile", "input": {"day": "{$date}"}}]}.
+func Parse(data []byte, yaml bool) ([]Spec, error) {
+	if yaml {
+		var err error
+		if data, _, err = yamljson.Convert(data); err != nil {
+			return nil, fmt.Errorf("schedules: %w", err)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f file
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("schedules: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("schedules: more than one JSON value")
+	}
+	if len(f.Schedules) == 0 {
+		return nil, errors.New("schedules: no schedules: give at least one")
+	}
+	for i, s := range f.Schedules {
+		if _, err := compile(s); err != nil {
+			return nil, fmt.Errorf("schedules: /schedules/%d (%s): %w", i, s.Name, err)
+		}
+		if slices.ContainsFunc(f.Schedules[:i], func(o Spec) bool { return o.Name == s.Name }) {
+			return nil, fmt.Errorf("schedules: /schedules/%d: a second schedule named %s", i, s.Name)
+		}
+	}
+	return f.Schedules, nil
+}
+
+// entry is a schedule ready to fire.
+type entry struct {
+	spec    Spec
+	cron    cron.Schedule
+	loc     *time.Location
+	runID   *jsontemplate.Template
+	input   *jsontemplate.Template
+	catchUp time.Duration
+	actor   string
+}
+
+func compile(s Spec) (*entry, error) {
+	if !validName(s.Name) {
+		return nil, fmt.Errorf("name: %q is not a schedule name (a-z, 0-9 and -, up to 63)", s.Name)
+	}
+	if s.Workflow == "" {
+		return nil, errors.New("workflow: name the workflow the schedule starts")
+	}
+	e := &entry{spec: s, catchUp: DefaultCatchUp, actor: s.Actor, loc: time.UTC}
+	var err error
+	if e.cron, err = cron.Parse(s.Cron); err != nil {
+		return nil, fmt.Errorf("cron: %w", err)
+	}
+	if s.TimeZone != "" {
+		// Loading a zone reads the system's zone database: the shell's
+		// part, which the pure cron package is handed.
+		if e.loc, err = time.LoadLocation(s.TimeZone); err != nil || s.TimeZone == "Local" {
+			return nil, fmt.Errorf("time_zone: %q is not an IANA time zone this machine knows", s.TimeZone)
+		}
+	}
+	if s.CatchUpSeconds != nil {
+		if *s.CatchUpSeconds < 0 || *s.CatchUpSeconds > 366*86400 {
+			return nil, fmt.Errorf("catch_up_seconds: %d is not from 0 to a year", *s.CatchUpSeconds)
+		}
+		e.catchUp = time.Duration(*s.CatchUpSeconds) * time.Second
+	}
+	if e.actor == "" {
+		e.actor = "schedule:" + s.Name
+	}
+	if !cjson.ValidID(e.actor) {
+		return nil, fmt.Errorf("actor: %q is not an actor name", e.actor)
+	}
+	runID := s.RunID
+	if runID == "" {
+		runID = "{$schedule}-{$time}"
+	}
+	if e.runID, err = jsontemplate.CompileString(runID, Names...); err != nil {
+		return nil, fmt.Errorf("run_id: %w", err)
+	}
+	if !strings.Contains(runID, "{$time}") && !strings.Contains(runID, "{$local}") {
+		return nil, fmt.Errorf("run_id: %q names no {$time} or {$local}: every time due would be one run", runID)
+	}
+	input := s.Input
+	if len(input) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	if e.input, err = jsontemplate.Compile(input, Names...); err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	for what, t := range map[string]*jsontemplate.Template{"run_id": e.runID, "input": e.input} { //flrh:orderfree at most one refusal, the same whichever is found
+		if t.ReadsBody() {
+			return nil, fmt.Errorf("%s: a schedule has no body to point into: {$schedule}, {$time}, {$local}, {$date}", what)
+		}
+	}
+	return e, nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// Starter starts a run (runner.Runner.StartWithUsage, usage nil).
+type Starter interface {
+	StartWithUsage(ctx context.Context, runID, workflowID, version string, input []byte, u runner.Usage, by runner.Actor) error
+}
+
+// Config assembles a Scheduler.
+type Config struct {
+	Runner Starter
+	// Workflows lists the workflows loaded (a server's catalog).
+	Workflows func() []runner.Workflow
+	// Clock is the time now (time.Now when nil); Sleep waits (a timer
+	// when nil).
+	Clock func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Logger receives what each time due came to; nil discards.
+	Logger *slog.Logger
+	// Metrics, when set, gets flrh_schedule_fires_total.
+	Metrics prometheus.Registerer
+}
+
+// Scheduler starts the runs of its schedules when they are due.
+type Scheduler struct {
+	cfg     Config
+	entries []*entry
+	fires   *prometheus.CounterVec
+	mu      sync.Mutex
+	next    []time.Time // each entry's next time due
+}
+
+// New makes the schedules ready; each must name a workflow loaded.
+func New(specs []Spec, cfg Config) (*Scheduler, error) {
+	if cfg.Runner == nil || cfg.Workflows == nil {
+		return nil, errors.New("schedule: a runner and the workflows are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Scheduler{cfg: cfg, fires: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_schedule_fires_total",
+		Help: "Times a schedule was due, by what came of them: started, existed (started before, or by another server), missed (found past the catch-up window), failed."},
+		[]string{"schedule", "outcome"})}
+	for _, spec := range specs {
+		e, err := compile(spec)
+		if err != nil {
+			return nil, fmt.Errorf("schedule %s: %w", spec.Name, err)
+		}
+		if _, err := s.workflow(spec); err != nil {
+			return nil, fmt.Errorf("schedule %s: %w", spec.Name, err)
+		}
+		s.entries = append(s.entries, e)
+	}
+	if cfg.Metrics != nil {
+		if err := cfg.Metrics.Register(s.fires); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// workflow is the loaded workflow a schedule names.
+func (s *Scheduler) workflow(spec Spec) (runner.Workflow, error) {
+	var found []runner.Workflow
+	for _, wf := range s.cfg.Workflows() {
+		if wf.ID() == spec.Workflow && (spec.Version == "" || wf.Version() == spec.Version) {
+			found = append(found, wf)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("no workflow %s is loaded", strings.TrimSuffix(spec.Workflow+"@"+spec.Version, "@"))
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("workflow %s is loaded in %d versions; name one", spec.Workflow, len(found))
+}
+
+// retryEvery is how soon a time due whose run could not be started for
+// a reason that passes (the store busy) is tried again, within its
+// catch-up window.
+const retryEvery = 5 * time.Second
+
+// maxSleep bounds one wait, so that a clock set forward, or a machine
+// suspended, is noticed.
+const maxSleep = time.Minute
+
+// Run starts each schedule's runs as they come due, until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) {
+	now := s.cfg.Clock()
+	s.mu.Lock()
+	s.next = make([]time.Time, len(s.entries))
+	for i, e := range s.entries {
+		// The first time due after the start of the catch-up window: a
+		// time missed while no server ran is started late.
+		s.next[i] = e.cron.Next(now.Add(-e.catchUp).In(e.loc))
+	}
+	s.mu.Unlock()
+	for ctx.Err() == nil {
+		wake := s.pass(ctx)
+		d := min(wake.Sub(s.cfg.Clock()), maxSleep)
+		if d > 0 && s.cfg.Sleep(ctx, d) != nil {
+			return
+		}
+	}
+}
+
+// pass starts the runs due now and answers when the next is due.
+func (s *Scheduler) pass(ctx context.Context) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Clock()
+	wake := now.Add(maxSleep)
+	for i, e := range s.entries {
+		for !s.next[i].IsZero() && !s.next[i].After(now) {
+			due := s.next[i]
+			if now.Sub(due) > e.catchUp {
+				s.count(e, "missed")
+				s.cfg.Logger.Warn("scheduled run missed", "schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339), "late", now.Sub(due).Round(time.Second).String(), "catch_up", e.catchUp.String())
+			} else if retry := s.fire(ctx, e, due); retry {
+				wake = earlier(wake, now.Add(retryEvery))
+				break
+			}
+			s.next[i] = e.cron.Next(due)
+		}
+		if !s.next[i].IsZero() {
+			wake = earlier(wake, s.next[i])
+		}
+	}
+	return wake
+}
+
+// fire starts the run of a time due. It reports whether to try again
+// later: the store could not be reached.
+func (s *Scheduler) fire(ctx context.Context, e *entry, due time.Time) (retry bool) {
+	local := due.In(e.loc)
+	values := jsontemplate.Values{Names: map[string]string{
+		"$schedule": e.spec.Name,
+		"$time":     due.UTC().Format(time.RFC3339),
+		"$local":    local.Format("2006-01-02T15:04:05"),
+		"$date":     local.Format(time.DateOnly),
+	}}
+	log := s.cfg.Logger.With("schedule", e.spec.Name, "due", values.Names["$time"])
+	id, err := e.runID.Render(values)
+	runID, _ := id.(string)
+	var input []byte
+	if err == nil && !cjson.ValidID(runID) {
+		err = fmt.Errorf("the run id %q is not an id", runID)
+	}
+	if err == nil {
+		var v any
+		if v, err = e.input.Render(values); err == nil {
+			input, err = cjson.Marshal(v)
+		}
+	}
+	var wf runner.Workflow
+	if err == nil {
+		wf, err = s.workflow(e.spec)
+	}
+	if err == nil {
+		err = s.cfg.Runner.StartWithUsage(ctx, runID, wf.ID(), wf.Version(), input, runner.Usage{},
+			runner.Actor{Name: e.actor, Role: "agent", Capability: "run.start"})
+	}
+	switch {
+	case err == nil:
+		s.count(e, "started")
+		log.Info("scheduled run started", "run_id", runID)
+	case store.CodeOf(err) == store.CodeExists:
+		s.count(e, "existed")
+		log.Debug("scheduled run started before", "run_id", runID)
+	case store.CodeOf(err) == store.CodeUnavailable || ctx.Err() != nil:
+		log.Warn("scheduled run not started yet; trying again", "run_id", runID, "err", err.Error())
+		return true
+	default:
+		s.count(e, "failed")
+		log.Error("scheduled run refused", "run_id", runID, "err", err.Error())
+	}
+	return false
+}
+
+func (s *Scheduler) count(e *entry, outcome string) {
+	s.fires.WithLabelValues(e.spec.Name, outcome).Inc()
+}
+
+// Due lists each schedule's next time due (zero before Run), by name.
+func (s *Scheduler) Due() map[string]time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]time.Time{}
+	for i, e := range s.entries {
+		if i < len(s.next) {
+			out[e.spec.Name] = s.next[i]
+		} else {
+			out[e.spec.Name] = time.Time{}
+		}
+	}
+	return out
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

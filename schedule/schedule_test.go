@@ -1,0 +1,310 @@
+package schedule_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flrh.dev/flrh/demo"
+	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/schedule"
+	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
+)
+
+var refunds = demo.Refunds{AutoLimit: 100, Destination: "payments"}
+
+func workflows() []runner.Workflow { return []runner.Workflow{refunds} }
+
+// starter records the runs it is asked to start; fail, when set, says
+// what to answer instead.
+type starter struct {
+	mu      sync.Mutex
+	started []string
+	inputs  []string
+	actors  []string
+	fail    func(runID string) error
+}
+
+func (s *starter) StartWithUsage(_ context.Context, runID, wf, version string, input []byte, _ runner.Usage, by runner.Actor) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		if err := s.fail(runID); err != nil {
+			return err
+		}
+	}
+	s.started = append(s.started, runID)
+	s.inputs = append(s.inputs, string(input))
+	s.actors = append(s.actors, by.Name+"/"+by.Role+"/"+by.Capability)
+	return nil
+}
+
+// clock is a fake clock its sleeps advance; the run ends at end.
+type clock struct {
+	mu     sync.Mutex
+	now    time.Time
+	end    time.Time
+	jump   time.Duration // added to the first sleep (a machine suspended)
+	cancel context.CancelFunc
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Sleep(_ context.Context, d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d + c.jump)
+	c.jump = 0
+	if !c.now.Before(c.end) {
+		c.cancel()
+	}
+	return nil
+}
+
+func utc(s string) time.Time {
+	t, err := time.Parse(time.DateTime, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func specs(t *testing.T, text string) []schedule.Spec {
+	t.Helper()
+	s, err := schedule.Parse([]byte(text), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// run runs a scheduler of text from start to end on a fake clock.
+func run(t *testing.T, text, start, end string, jump time.Duration, st *starter) *prometheus.Registry {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &clock{now: utc(start), end: utc(end), jump: jump, cancel: cancel}
+	reg := prometheus.NewRegistry()
+	s, err := schedule.New(specs(t, text), schedule.Config{Runner: st, Workflows: workflows, Clock: c.Now, Sleep: c.Sleep, Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Run(ctx)
+	return reg
+}
+
+const nightly = `{"schedules":[{"name":"nightly","cron":"30 2 * * *","time_zone":"Europe/Paris","workflow":"refund-agent",
+ "input":{"refunds":[{"id":"n-{$date}","amount":10,"payee":"p","reason":"{$schedule} at {$local}"}]}}]}`
+
+func TestSchedulerStartsEachTimeDue(t *testing.T) {
+	st := &starter{}
+	// Europe/Paris is UTC+1 in December: 02:30 there is 01:30 UTC.
+	reg := run(t, nightly, "2026-12-07 00:00:00", "2026-12-10 00:00:00", 0, st)
+	want := []string{"nightly-2026-12-07T01:30:00Z", "nightly-2026-12-08T01:30:00Z", "nightly-2026-12-09T01:30:00Z"}
+	if !slices.Equal(st.started, want) {
+		t.Fatalf("started %v, want %v", st.started, want)
+	}
+	if st.inputs[1] != `{"refunds":[{"amount":10,"id":"n-2026-12-08","payee":"p","reason":"nightly at 2026-12-08T02:30:00"}]}` {
+		t.Fatalf("input %s", st.inputs[1])
+	}
+	if st.actors[0] != "schedule:nightly/agent/run.start" {
+		t.Fatalf("started as %s", st.actors[0])
+	}
+	if n := count(reg, "nightly", "started"); n != 3 {
+		t.Fatalf("started counted %v", n)
+	}
+}
+
+// A time due while no scheduler ran is started late within the catch-up
+// window, and counted missed past it; a machine suspended across times
+// due is the same.
+func TestSchedulerCatchesUp(t *testing.T) {
+	every := func(catchUp int) string {
+		return fmt.Sprintf(`{"schedules":[{"name":"m","cron":"* * * * *","workflow":"refund-agent","catch_up_seconds":%d,
+ "input":{"refunds":[{"id":"{$local}","amount":1,"payee":"p","reason":"r"}]}}]}`, catchUp)
+	}
+	cases := []struct {
+		name    string
+		catchUp int
+		end     string
+		jump    time.Duration
+		started []string
+		missed  float64
+	}{
+		{"started with a window of 150 s", 150, "2026-12-07 12:04:30", 0, []string{"m-2026-12-07T12:01:00Z", "m-2026-12-07T12:02:00Z", "m-2026-12-07T12:03:00Z", "m-2026-12-07T12:04:00Z"}, 0},
+		{"started with no window", 0, "2026-12-07 12:04:30", 0, []string{"m-2026-12-07T12:04:00Z"}, 0},
+		// Asleep from 12:04 to 12:09: 12:04 to 12:07 are past the 90 s
+		// window, 12:08 within it.
+		{"a suspended machine", 90, "2026-12-07 12:09:30", 5 * time.Minute, []string{"m-2026-12-07T12:02:00Z", "m-2026-12-07T12:03:00Z", "m-2026-12-07T12:08:00Z", "m-2026-12-07T12:09:00Z"}, 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := &starter{}
+			reg := run(t, every(c.catchUp), "2026-12-07 12:03:10", c.end, c.jump, st)
+			if !slices.Equal(st.started, c.started) {
+				t.Fatalf("started %v, want %v", st.started, c.started)
+			}
+			if n := count(reg, "m", "missed"); n != c.missed {
+				t.Fatalf("missed %v, want %v", n, c.missed)
+			}
+		})
+	}
+}
+
+// A run started before (by another server, or before a restart) is
+// counted existed; a store that cannot be reached is tried again; a run
+// the workflow refuses is counted failed and not tried again.
+func TestSchedulerAnswers(t *testing.T) {
+	text := `{"schedules":[{"name":"h","cron":"@hourly","workflow":"refund-agent","input":{"refunds":[{"id":"x","amount":1,"payee":"p","reason":"r"}]}}]}`
+	tries := 0
+	st := &starter{fail: func(id string) error {
+		switch id {
+		case "h-2026-12-07T13:00:00Z":
+			return store.Errorf(store.CodeExists, "create", id, nil, "exists")
+		case "h-2026-12-07T14:00:00Z":
+			if tries++; tries < 3 {
+				return store.Errorf(store.CodeUnavailable, "create", id, nil, "busy")
+			}
+		case "h-2026-12-07T15:00:00Z":
+			return &runner.InputRefusedError{WorkflowID: "refund-agent", Version: "1", Reason: "no"}
+		}
+		return nil
+	}}
+	reg := run(t, text, "2026-12-07 12:30:00", "2026-12-07 16:30:00", 0, st)
+	if want := []string{"h-2026-12-07T14:00:00Z", "h-2026-12-07T16:00:00Z"}; !slices.Equal(st.started, want) || tries != 3 {
+		t.Fatalf("started %v after %d tries, want %v", st.started, tries, want)
+	}
+	for outcome, n := range map[string]float64{"existed": 1, "failed": 1, "started": 2} {
+		if got := count(reg, "h", outcome); got != n {
+			t.Errorf("%s counted %v, want %v", outcome, got, n)
+		}
+	}
+}
+
+// count is the value of flrh_schedule_fires_total{schedule, outcome}.
+func count(reg *prometheus.Registry, name, outcome string) float64 {
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if mf.GetName() == "flrh_schedule_fires_total" && labels["schedule"] == name && labels["outcome"] == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// Two servers' schedulers over one store: each time due is one run.
+func TestTwoSchedulersStartEachRunOnce(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	text := `{"schedules":[{"name":"sweep","cron":"*/10 * * * * *","workflow":"refund-agent","catch_up_seconds":0,"input":{"refunds":[{"id":"s-{$local}","amount":1,"payee":"p","reason":"r"}]}}]}`
+	var wg sync.WaitGroup
+	regs := make([]*prometheus.Registry, 2)
+	for i := range regs {
+		r, err := runner.New(runner.Config{Store: st, Workflows: workflows(), Adapters: &effect.Registry{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		c := &clock{now: utc("2026-12-07 12:00:05"), end: utc("2026-12-07 12:01:05"), cancel: cancel}
+		regs[i] = prometheus.NewRegistry()
+		s, err := schedule.New(specs(t, text), schedule.Config{Runner: r, Workflows: workflows, Clock: c.Now, Sleep: c.Sleep, Metrics: regs[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { s.Run(cctx) })
+	}
+	wg.Wait()
+	runs, err := st.Runs(ctx, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	slices.Sort(ids)
+	if len(ids) != 6 || ids[0] != "sweep-2026-12-07T12:00:10Z" || ids[5] != "sweep-2026-12-07T12:01:00Z" {
+		t.Fatalf("runs %v", ids)
+	}
+	var started, existed float64
+	for _, reg := range regs {
+		started += count(reg, "sweep", "started")
+		existed += count(reg, "sweep", "existed")
+	}
+	if started != 6 || existed != 6 {
+		t.Fatalf("started %v, existed %v: each time due once by one scheduler, found by the other", started, existed)
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	one := func(extra string) string {
+		return `{"schedules":[{"name":"n","cron":"@daily","workflow":"refund-agent"` + extra + `}]}`
+	}
+	cases := []struct{ name, text, words string }{
+		{"a bad expression", `{"schedules":[{"name":"n","cron":"61 * * * *","workflow":"w"}]}`, "cron: cron \"61 * * * *\": the minute field: 61 is outside 0–59"},
+		{"an unknown zone", one(`,"time_zone":"Mars/Olympus"`), `time_zone: "Mars/Olympus" is not an IANA time zone`},
+		{"the machine's zone", one(`,"time_zone":"Local"`), `"Local" is not an IANA time zone`},
+		{"a run id without the time", one(`,"run_id":"daily-{$schedule}"`), "names no {$time} or {$local}"},
+		{"a pointer with no body", one(`,"input":{"a":"{/x}"}`), "input: a schedule has no body to point into"},
+		{"an unknown placeholder", one(`,"input":{"a":"{$delivery}"}`), "input: /a: no placeholder {$delivery}"},
+		{"a bad name", `{"schedules":[{"name":"Nightly","cron":"@daily","workflow":"w"}]}`, `name: "Nightly" is not a schedule name`},
+		{"no workflow", `{"schedules":[{"name":"n","cron":"@daily"}]}`, "workflow: name the workflow"},
+		{"a negative window", one(`,"catch_up_seconds":-1`), "catch_up_seconds: -1"},
+		{"an unknown member", one(`,"every":"5m"`), `unknown field "every"`},
+		{"two of one name", `{"schedules":[{"name":"n","cron":"@daily","workflow":"w"},{"name":"n","cron":"@hourly","workflow":"w"}]}`, "a second schedule named n"},
+		{"none", `{"schedules":[]}`, "no schedules"},
+		{"a bad actor", one(`,"actor":"a b"`), `actor: "a b" is not an actor name`},
+	}
+	for _, c := range cases {
+		if _, err := schedule.Parse([]byte(c.text), false); err == nil || !strings.Contains(err.Error(), c.words) {
+			t.Errorf("%s: %v; want an error saying %q", c.name, err, c.words)
+		}
+	}
+	if _, err := schedule.New(specs(t, `{"schedules":[{"name":"n","cron":"@daily","workflow":"payroll"}]}`), schedule.Config{Runner: &starter{}, Workflows: workflows}); err == nil || !strings.Contains(err.Error(), "no workflow payroll is loaded") {
+		t.Errorf("an unloaded workflow: %v", err)
+	}
+	s, err := schedule.Parse([]byte("schedules:\n  - name: n\n    cron: '0 9 * * MON'\n    workflow: refund-agent\n"), true)
+	if err != nil || len(s) != 1 || s[0].Cron != "0 9 * * MON" {
+		t.Fatalf("YAML: %+v, %v", s, err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(nightly))
+	f.Add([]byte(`{"schedules":[{"name":"m","cron":"* * * * *","workflow":"w","catch_up_seconds":0,"run_id":"{{x}}-{$time}"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		specs, err := schedule.Parse(data, false)
+		if err != nil {
+			return
+		}
+		// Whatever parses makes a scheduler once its workflows are loaded.
+		var wfs []runner.Workflow
+		for _, s := range specs {
+			if s.Workflow != "refund-agent" || (s.Version != "" && s.Version != "1") {
+				return
+			}
+		}
+		wfs = workflows()
+		if _, err := schedule.New(specs, schedule.Config{Runner: &starter{}, Workflows: func() []runner.Workflow { return wfs }}); err != nil {
+			t.Fatalf("parsed but not made: %v", err)
+		}
+	})
+}

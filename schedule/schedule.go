@@ -214,7 +214,8 @@ type Scheduler struct {
 	entries []*entry
 	fires   *prometheus.CounterVec
 	mu      sync.Mutex
-	next    []time.Time // each entry's next time due
+	next    []time.Time        // each entry's next time due; nil before Run
+	wake    context.CancelFunc // ends the wait under way (Replace)
 }
 
 // New makes the schedules ready; each must name a workflow loaded.
@@ -234,6 +235,21 @@ func New(specs []Spec, cfg Config) (*Scheduler, error) {
 	s := &Scheduler{cfg: cfg, fires: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_schedule_fires_total",
 		Help: "Times a schedule was due, by what came of them: started, existed (started before, or by another server), missed (found past the catch-up window), failed."},
 		[]string{"schedule", "outcome"})}
+	var err error
+	if s.entries, err = s.compileAll(specs); err != nil {
+		return nil, err
+	}
+	if cfg.Metrics != nil {
+		if err := cfg.Metrics.Register(s.fires); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// compileAll makes specs ready, each naming a workflow loaded.
+func (s *Scheduler) compileAll(specs []Spec) ([]*entry, error) {
+	var entries []*entry
 	for _, spec := range specs {
 		e, err := compile(spec)
 		if err != nil {
@@ -242,14 +258,47 @@ func New(specs []Spec, cfg Config) (*Scheduler, error) {
 		if _, err := s.workflow(spec); err != nil {
 			return nil, fmt.Errorf("schedule %s: %w", spec.Name, err)
 		}
-		s.entries = append(s.entries, e)
+		entries = append(entries, e)
 	}
-	if cfg.Metrics != nil {
-		if err := cfg.Metrics.Register(s.fires); err != nil {
-			return nil, err
+	return entries, nil
+}
+
+// Replace puts specs in place of the schedules (a schedules file read
+// again): a schedule kept as it was keeps its next time due; a new or
+// changed one is due as at a start, its catch-up window included. On an
+// error nothing changes.
+func (s *Scheduler) Replace(specs []Spec) error {
+	entries, err := s.compileAll(specs)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next != nil {
+		next := make([]time.Time, len(entries))
+		now := s.cfg.Clock()
+		for i, e := range entries {
+			next[i] = e.cron.Next(now.Add(-e.catchUp).In(e.loc))
+			for j, old := range s.entries {
+				if same(old.spec, e.spec) {
+					next[i] = s.next[j]
+				}
+			}
 		}
+		s.next = next
 	}
-	return s, nil
+	s.entries = entries
+	if s.wake != nil {
+		s.wake()
+	}
+	return nil
+}
+
+// same reports whether two specs are one schedule unchanged.
+func same(a, b Spec) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
 }
 
 // workflow is the loaded workflow a schedule names.
@@ -292,9 +341,15 @@ func (s *Scheduler) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		wake := s.pass(ctx)
 		d := min(wake.Sub(s.cfg.Clock()), maxSleep)
-		if d > 0 && s.cfg.Sleep(ctx, d) != nil {
-			return
+		if d <= 0 {
+			continue
 		}
+		waitCtx, cancel := context.WithCancel(ctx)
+		s.mu.Lock()
+		s.wake = cancel
+		s.mu.Unlock()
+		s.cfg.Sleep(waitCtx, d)
+		cancel()
 	}
 }
 
@@ -375,19 +430,13 @@ func (s *Scheduler) count(e *entry, outcome string) {
 	s.fires.WithLabelValues(e.spec.Name, outcome).Inc()
 }
 
-// Due lists each schedule's next time due (zero before Run), by name.
-func (s *Scheduler) Due() map[string]time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]time.Time{}
-	for i, e := range s.entries {
-		if i < len(s.next) {
-			out[e.spec.Name] = s.next[i]
-		} else {
-			out[e.spec.Name] = time.Time{}
-		}
+// Next is the spec's first time due after t, or why it has none.
+func (s Spec) Next(t time.Time) (time.Time, error) {
+	e, err := compile(s)
+	if err != nil {
+		return time.Time{}, err
 	}
-	return out
+	return e.cron.Next(t.In(e.loc)), nil
 }
 
 func earlier(a, b time.Time) time.Time {

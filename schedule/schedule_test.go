@@ -308,3 +308,48 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Schedules replaced while the scheduler runs: one kept as it was goes
+// on without a time skipped or repeated, one added starts at its next
+// time due, one dropped starts nothing more.
+func TestSchedulerReplace(t *testing.T) {
+	a := `{"name":"a","cron":"* * * * *","workflow":"refund-agent","catch_up_seconds":0,"input":{"refunds":[{"id":"{$local}","amount":1,"payee":"p","reason":"r"}]}}`
+	b := `{"name":"b","cron":"*/2 * * * *","workflow":"refund-agent","catch_up_seconds":0,"input":{"refunds":[{"id":"{$local}","amount":1,"payee":"p","reason":"r"}]}}`
+	st := &starter{}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &clock{now: utc("2026-12-07 12:00:30"), end: utc("2026-12-07 12:05:30"), cancel: cancel}
+	var s *schedule.Scheduler
+	replaced := map[string]bool{}
+	sleep := func(ctx context.Context, d time.Duration) error {
+		c.Sleep(ctx, d)
+		now := c.Now()
+		switch {
+		case !now.Before(utc("2026-12-07 12:04:10")) && !replaced["drop a"]:
+			replaced["drop a"] = true
+			if err := s.Replace(specs(t, `{"schedules":[`+b+`]}`)); err != nil {
+				t.Fatal(err)
+			}
+		case !now.Before(utc("2026-12-07 12:02:10")) && !replaced["add b"]:
+			replaced["add b"] = true
+			if err := s.Replace(specs(t, `{"schedules":[`+a+`,`+b+`]}`)); err != nil {
+				t.Fatal(err)
+			}
+			// A broken set changes nothing.
+			if err := s.Replace(specs(t, `{"schedules":[{"name":"c","cron":"@daily","workflow":"payroll"}]}`)); err == nil {
+				t.Fatal("a schedule of an unloaded workflow replaced the set")
+			}
+		}
+		return nil
+	}
+	var err error
+	if s, err = schedule.New(specs(t, `{"schedules":[`+a+`]}`), schedule.Config{Runner: st, Workflows: workflows, Clock: c.Now, Sleep: sleep}); err != nil {
+		t.Fatal(err)
+	}
+	s.Run(ctx)
+	want := []string{"a-2026-12-07T12:01:00Z", "a-2026-12-07T12:02:00Z", "a-2026-12-07T12:03:00Z", "a-2026-12-07T12:04:00Z", "b-2026-12-07T12:04:00Z"}
+	got := slices.Clone(st.started)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("started %v, want %v", got, want)
+	}
+}

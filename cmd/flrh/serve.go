@@ -27,6 +27,7 @@ import (
 	"flrh.dev/flrh/redact"
 	"flrh.dev/flrh/redactlog"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/schedule"
 	"flrh.dev/flrh/server"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
@@ -87,9 +88,19 @@ takes it once:
     "input": {"type": "refund.requested/1", "payload": {"refund_id": "{/data/id}",
               "amount": "{/data/amount}", "payee": "{/data/customer}", "reason": "{/data/reason}"}}}]}
 
+With --schedules FILE, runs start on a calendar: each schedule is a cron
+expression in a time zone, a workflow, and templates of the run's id and
+input ({$schedule}, {$time}, {$local}, {$date}). The run of each time due is
+started once, however many serve processes share the store (its id names
+the time), and a time missed while none ran is started late within the
+schedule's catch_up_seconds (300 by default):
+
+  {"schedules": [{"name": "nightly", "cron": "30 2 * * *", "time_zone": "Europe/Paris",
+    "workflow": "reconcile", "input": {"type": "reconcile.due/1", "payload": {"day": "{$date}"}}}]}
+
 SIGHUP reads the token file again (and the identity provider's configuration
-and keys, the webhooks and their secrets, the encryption keys, the bundles'
-adapters and the notice routes):
+and keys, the webhooks and their secrets, the schedules, the encryption keys,
+the bundles' adapters and the notice routes):
 a token added works at once, a revoked one is refused, and the event streams
 it opened end. A file that does not parse leaves the tokens as they were, and
 the log says why.
@@ -124,6 +135,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	runners := cmd.Flags().Int("runners", 4, "how many runs this process advances at once (with a PostgreSQL store: how many it claims at a time)")
 	destination := cmd.Flags().String("destination", "", "effect endpoint of the built-in refund workflow's payments destination (e.g. a flrh sandbox's http://127.0.0.1:PORT/v1/effects)")
 	tokensFile := cmd.Flags().String("tokens", "", "token file mapping bearer tokens to actors and roles (this or --identity is required to listen beyond loopback)")
+	schedulesFile := cmd.Flags().String("schedules", "", "schedules file: runs started on a calendar (a cron expression in a time zone, the workflow, the run's id and input by template), each time due once however many serve processes share the store (see docs/server.md)")
 	webhooksFile := cmd.Flags().String("webhooks", "", "webhooks file: the signed deliveries other systems POST to /v1/hooks/NAME (Standard Webhooks, GitHub, Stripe), each starting a run or handed to one as its input, once (see docs/server.md)")
 	identityFile := cmd.Flags().String("identity", "", "identity provider configuration: callers may present the provider's signed tokens (JWTs), their actor and roles taken from its claims (see docs/server.md)")
 	leaseTTL := cmd.Flags().Duration("lease-ttl", 30*time.Second, "how long the runner's lease on a run lasts without renewal")
@@ -219,6 +231,13 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			var err error
 			if identity, err = loadIdentity(cmd.Context(), *identityFile, log); err != nil {
 				return usagef("--identity %s: %v", *identityFile, err)
+			}
+		}
+		var schedules []schedule.Spec
+		if *schedulesFile != "" {
+			var err error
+			if schedules, err = readSchedules(*schedulesFile); err != nil {
+				return usagef("--schedules %s: %v", *schedulesFile, err)
 			}
 		}
 		var webhooks *server.Webhooks
@@ -392,6 +411,12 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			}
 			return err
 		}
+		var scheduler *schedule.Scheduler
+		if schedules != nil {
+			if scheduler, err = schedule.New(schedules, schedule.Config{Runner: r, Workflows: catalog.Workflows, Logger: log, Metrics: metricsReg}); err != nil {
+				return usagef("--schedules %s: %v", *schedulesFile, err)
+			}
+		}
 		ln, err := net.Listen("tcp", *addr)
 		if err != nil {
 			return err
@@ -422,6 +447,12 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			chores.Go(func() { refreshIdentity(runCtx, srv, log) })
 			if *reloadEvery > 0 {
 				chores.Go(func() { identityReload{*identityFile, srv}.watch(runCtx, *reloadEvery, log) })
+			}
+		}
+		if scheduler != nil {
+			chores.Go(func() { scheduler.Run(runCtx) })
+			if *reloadEvery > 0 {
+				chores.Go(func() { scheduleReload{*schedulesFile, scheduler}.watch(runCtx, *reloadEvery, log) })
 			}
 		}
 		if *reloadEvery > 0 && webhooks != nil {
@@ -458,6 +489,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 					}
 					if webhooks != nil {
 						webhookReload{*webhooksFile, srv}.reload(log)
+					}
+					if scheduler != nil {
+						scheduleReload{*schedulesFile, scheduler}.reload(log)
 					}
 					if hooks != nil && nf.routes != "" {
 						nf.reloadRoutes(hooks, log)

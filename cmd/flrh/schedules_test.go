@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// listRuns is the ids of the runs a serve process holds.
+func listRuns(t *testing.T, base string) []string {
+	t.Helper()
+	resp, err := http.Get(base + "/v1/runs?limit=500")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Runs []struct {
+			ID string `json:"id"`
+		} `json:"runs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range page.Runs {
+		ids = append(ids, r.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// A schedule due every two seconds, over a real serve process: runs start
+// on time; the process killed (SIGKILL) and restarted five seconds later
+// starts the times it missed, late, within the catch-up window, so that
+// every time due from the first has exactly one run; SIGHUP with the
+// schedule dropped starts nothing more.
+func TestSchedulesOverTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "schedules.yaml")
+	write := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`schedules:
+  - name: sweep
+    cron: "*/2 * * * * *"
+    catch_up_seconds: 15
+    workflow: refund-agent
+    input: {refunds: [{id: "r-{$local}", amount: 5, payee: carol, reason: "sweep of {$date}"}]}
+`)
+	out, err := exec.Command(bin, "schedule", "check", "--schedules", file, "--count", "2").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `schedule sweep: "*/2 * * * * *" in UTC, starting refund-agent`) || strings.Count(string(out), " UTC)\n") != 2 {
+		t.Fatalf("check: %v\n%s", err, out)
+	}
+	sandbox := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	serve := func() *serveProc {
+		return startServe(t, bin, nil, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sandbox+"/v1/effects",
+			"--schedules", file, "--lease-ttl", crashLeaseTTL)
+	}
+	p := serve()
+	waitRuns := func(p *serveProc, n int) []string {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if ids := listRuns(t, p.base); len(ids) >= n || time.Now().After(deadline) {
+				return ids
+			}
+		}
+	}
+	if ids := waitRuns(p, 2); len(ids) < 2 {
+		t.Fatalf("runs after 30 s: %v", ids)
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	killedAt := time.Now()
+	time.Sleep(5 * time.Second)
+	p = serve()
+	time.Sleep(3 * time.Second)
+	// Dropped: nothing more starts after the reload.
+	write(`schedules:
+  - name: other
+    cron: "@yearly"
+    workflow: refund-agent
+`)
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.stderr.String(), "schedules reloaded"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reload logged:\n%s", p.stderr)
+		}
+	}
+	ids := listRuns(t, p.base)
+	time.Sleep(3 * time.Second)
+	if after := listRuns(t, p.base); len(after) != len(ids) {
+		t.Fatalf("runs started after the schedule was dropped: %v then %v", ids, after)
+	}
+	// Every two-second time from the first run to the last has one run,
+	// those the killed process missed included.
+	var times []time.Time
+	for _, id := range ids {
+		at, err := time.Parse(time.RFC3339, strings.TrimPrefix(id, "sweep-"))
+		if err != nil {
+			t.Fatalf("run id %s: %v", id, err)
+		}
+		times = append(times, at)
+	}
+	for i := 1; i < len(times); i++ {
+		if gap := times[i].Sub(times[i-1]); gap != 2*time.Second {
+			t.Fatalf("runs %s and %s are %s apart:\n%v", ids[i-1], ids[i], gap, ids)
+		}
+	}
+	var missed int
+	for _, at := range times {
+		if at.After(killedAt) && at.Before(killedAt.Add(5*time.Second)) {
+			missed++
+		}
+	}
+	if missed < 2 || !strings.Contains(p.stderr.String(), `"msg":"scheduled run started"`) {
+		t.Fatalf("%d runs due while no process ran: %v", missed, ids)
+	}
+	for _, id := range ids {
+		if got := awaitOutcome(t, p.base, id); got != "success" {
+			t.Fatalf("%s ended %q", id, got)
+		}
+	}
+	if n := len(mutations(t, sandbox)); n != len(ids) {
+		t.Fatalf("%d payments for %d runs", n, len(ids))
+	}
+}

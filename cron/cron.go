@@ -201,13 +201,19 @@ func (s Schedule) Next(t time.Time) time.Time {
 	fy, fm, fd := from.Date()
 	fh, fmin, fs := from.Clock()
 	day := time.Date(fy, fm, fd, 12, 0, 0, 0, loc)
-	for i := 0; i < searchDays; i++ {
+	limit := day.AddDate(0, 0, searchDays)
+	for i := 0; day.Before(limit); i++ {
 		y, m, d := day.Date()
+		if s.month&(1<<uint(m)) == 0 {
+			// A month the schedule skips: on to the first of the next.
+			day = time.Date(y, m+1, 1, 12, 0, 0, 0, loc)
+			continue
+		}
 		day = day.AddDate(0, 0, 1)
 		if !s.dayMatches(m, d, time.Date(y, m, d, 12, 0, 0, 0, loc).Weekday()) {
 			continue
 		}
-		first := i == 0
+		first := y == fy && m == fm && d == fd
 		for h := 0; h < 24; h++ {
 			if s.hour&(1<<h) == 0 || (first && h < fh) {
 				continue

@@ -321,6 +321,16 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 	return r.startPrepared(ctx, n)
 }
 
+// CheckStart reports what StartWithUsage would refuse of a run started
+// with input by by, writing nothing: an id that is no id, a workflow not
+// loaded, an input the workflow refuses (InputRefusedError) or cannot
+// send. A schedule checks the input it would start runs with before the
+// first is due.
+func (r *Runner) CheckStart(runID, workflowID, version string, input []byte, by Actor) error {
+	_, err := r.prepareStart(runID, workflowID, version, input, Usage{}, by)
+	return err
+}
+
 // newRun is a run Start is asked for, checked and not yet written: its
 // header, its first input's inbox entry and the decision kept on that
 // input (nil if none).

@@ -193,6 +193,15 @@ type Starter interface {
 	StartWithUsage(ctx context.Context, runID, workflowID, version string, input []byte, u runner.Usage, by runner.Actor) error
 }
 
+// Checker is a Starter that can say what it would refuse, writing
+// nothing (runner.Runner.CheckStart): a scheduler given one checks each
+// schedule's run id and input, made for its next time due, when it is
+// made or replaced, so that a schedule whose runs would be refused is
+// refused at once rather than when it comes due.
+type Checker interface {
+	CheckStart(runID, workflowID, version string, input []byte, by runner.Actor) error
+}
+
 // Config assembles a Scheduler.
 type Config struct {
 	Runner Starter
@@ -255,8 +264,20 @@ func (s *Scheduler) compileAll(specs []Spec) ([]*entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("schedule %s: %w", spec.Name, err)
 		}
-		if _, err := s.workflow(spec); err != nil {
+		wf, err := s.workflow(spec)
+		if err != nil {
 			return nil, fmt.Errorf("schedule %s: %w", spec.Name, err)
+		}
+		if c, ok := s.cfg.Runner.(Checker); ok {
+			if due := e.cron.Next(s.cfg.Clock().In(e.loc)); !due.IsZero() {
+				runID, input, err := e.render(due)
+				if err == nil {
+					err = c.CheckStart(runID, wf.ID(), wf.Version(), input, e.by())
+				}
+				if err != nil {
+					return nil, fmt.Errorf("schedule %s: its run of %s would be refused: %w", spec.Name, due.UTC().Format(time.RFC3339), err)
+				}
+			}
 		}
 		entries = append(entries, e)
 	}
@@ -381,33 +402,14 @@ func (s *Scheduler) pass(ctx context.Context) time.Time {
 // fire starts the run of a time due. It reports whether to try again
 // later: the store could not be reached.
 func (s *Scheduler) fire(ctx context.Context, e *entry, due time.Time) (retry bool) {
-	local := due.In(e.loc)
-	values := jsontemplate.Values{Names: map[string]string{
-		"$schedule": e.spec.Name,
-		"$time":     due.UTC().Format(time.RFC3339),
-		"$local":    local.Format("2006-01-02T15:04:05"),
-		"$date":     local.Format(time.DateOnly),
-	}}
-	log := s.cfg.Logger.With("schedule", e.spec.Name, "due", values.Names["$time"])
-	id, err := e.runID.Render(values)
-	runID, _ := id.(string)
-	var input []byte
-	if err == nil && !cjson.ValidID(runID) {
-		err = fmt.Errorf("the run id %q is not an id", runID)
-	}
-	if err == nil {
-		var v any
-		if v, err = e.input.Render(values); err == nil {
-			input, err = cjson.Marshal(v)
-		}
-	}
+	log := s.cfg.Logger.With("schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339))
+	runID, input, err := e.render(due)
 	var wf runner.Workflow
 	if err == nil {
 		wf, err = s.workflow(e.spec)
 	}
 	if err == nil {
-		err = s.cfg.Runner.StartWithUsage(ctx, runID, wf.ID(), wf.Version(), input, runner.Usage{},
-			runner.Actor{Name: e.actor, Role: "agent", Capability: "run.start"})
+		err = s.cfg.Runner.StartWithUsage(ctx, runID, wf.ID(), wf.Version(), input, runner.Usage{}, e.by())
 	}
 	switch {
 	case err == nil:
@@ -424,6 +426,35 @@ func (s *Scheduler) fire(ctx context.Context, e *entry, due time.Time) (retry bo
 		log.Error("scheduled run refused", "run_id", runID, "err", err.Error())
 	}
 	return false
+}
+
+// render makes the run id and input of a time due.
+func (e *entry) render(due time.Time) (runID string, input []byte, err error) {
+	local := due.In(e.loc)
+	values := jsontemplate.Values{Names: map[string]string{
+		"$schedule": e.spec.Name,
+		"$time":     due.UTC().Format(time.RFC3339),
+		"$local":    local.Format("2006-01-02T15:04:05"),
+		"$date":     local.Format(time.DateOnly),
+	}}
+	id, err := e.runID.Render(values)
+	if err != nil {
+		return "", nil, err
+	}
+	if runID, _ = id.(string); !cjson.ValidID(runID) {
+		return "", nil, fmt.Errorf("the run id %q is not an id", runID)
+	}
+	v, err := e.input.Render(values)
+	if err != nil {
+		return "", nil, err
+	}
+	input, err = cjson.Marshal(v)
+	return runID, input, err
+}
+
+// by is who the schedule's runs are started by.
+func (e *entry) by() runner.Actor {
+	return runner.Actor{Name: e.actor, Role: "agent", Capability: "run.start"}
 }
 
 func (s *Scheduler) count(e *entry, outcome string) {

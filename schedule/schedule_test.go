@@ -353,3 +353,34 @@ func TestSchedulerReplace(t *testing.T) {
 		t.Fatalf("started %v, want %v", got, want)
 	}
 }
+
+// A schedule whose runs its workflow would refuse is refused when the
+// scheduler is made, not when its first time comes due; a replacement
+// likewise, the schedules in place kept.
+func TestScheduleCheckedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, err := runner.New(runner.Config{Store: st, Workflows: workflows(), Adapters: &effect.Registry{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := `{"schedules":[{"name":"b","cron":"@daily","workflow":"refund-agent","input":{"refunds":"none"}}]}`
+	if _, err := schedule.New(specs(t, bad), schedule.Config{Runner: r, Workflows: workflows}); err == nil || !strings.Contains(err.Error(), "schedule b: its run of") || !strings.Contains(err.Error(), "would be refused") {
+		t.Fatalf("a refused input: %v", err)
+	}
+	good := `{"schedules":[{"name":"g","cron":"@daily","workflow":"refund-agent","input":{"refunds":[{"id":"d-{$date}","amount":5,"payee":"p","reason":"r"}]}}]}`
+	s, err := schedule.New(specs(t, good), schedule.Config{Runner: r, Workflows: workflows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Replace(specs(t, bad)); err == nil {
+		t.Fatal("replaced by a schedule whose runs would be refused")
+	}
+	if runs, _ := st.Runs(ctx, "", 10); len(runs) != 0 {
+		t.Fatalf("checking wrote runs: %v", runs)
+	}
+}

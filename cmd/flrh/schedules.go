@@ -11,16 +11,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"flrh.dev/flrh/schedule"
-	"flrh.dev/flrh/yamljson"
 )
 
-// readSchedules parses a schedules file (YAML when its name says so).
+// readSchedules parses a schedules file.
 func readSchedules(file string) ([]schedule.Spec, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	return schedule.Parse(data, yamljson.Named(file))
+	return readConfig(file, schedule.Parse)
 }
 
 // scheduleReload reads flrh serve's schedules file again and puts it in

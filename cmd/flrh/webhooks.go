@@ -23,13 +23,20 @@ import (
 	"flrh.dev/flrh/yamljson"
 )
 
-// readWebhooks parses a webhooks file (YAML when its name says so).
-func readWebhooks(file string) ([]server.WebhookSpec, error) {
+// readConfig reads a configuration file with parse, as YAML when its
+// name says so.
+func readConfig[T any](file string, parse func(data []byte, yaml bool) (T, error)) (T, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return server.ParseWebhooks(data, yamljson.Named(file))
+	return parse(data, yamljson.Named(file))
+}
+
+// readWebhooks parses a webhooks file.
+func readWebhooks(file string) ([]server.WebhookSpec, error) {
+	return readConfig(file, server.ParseWebhooks)
 }
 
 // loadWebhooks reads a webhooks file and the secrets it names.

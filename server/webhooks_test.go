@@ -24,6 +24,10 @@ const webhooksText = `{"webhooks": [
  {"name": "tracker", "scheme": "github", "secret_file": "tracker.secret", "workflow": "refund-agent", "start": false,
   "when": {"/action": "opened"}, "run_id": "{/issue/run}", "actor": "tracker-bot",
   "input": {"refunds": [{"id": "{/issue/refund}", "amount": "{/issue/amount}", "payee": "{/issue/payee}", "reason": "issue"}]}},
+ {"name": "store", "scheme": "shopify", "secret_env": "SHOPIFY_SECRET", "workflow": "refund-agent", "events": ["refunds/create"],
+  "input": {"refunds": [{"id": "{/id}", "amount": "{/amount}", "payee": "{/customer}", "reason": "{$event}"}]}},
+ {"name": "repo", "scheme": "gitlab", "secret_env": "GITLAB_TOKEN", "workflow": "refund-agent", "start": false, "run_id": "{/run}",
+  "input": {"refunds": [{"id": "{/refund}", "amount": 20, "payee": "erin", "reason": "{$event}"}]}},
  {"name": "stripe", "scheme": "stripe", "secret_env": ["STRIPE_NEW", "STRIPE_OLD"], "workflow": "refund-agent", "tolerance_seconds": 60,
   "input": {"refunds": [{"id": "{/data/object/id}", "amount": "{/data/object/amount}", "payee": "{/data/object/customer}", "reason": "{/type}"}]}}
 ]}`
@@ -33,6 +37,8 @@ var (
 	trackerSecret = []byte("tracker-secret-0123456789")
 	stripeNew     = []byte("whsec_new_0123456789abcdef")
 	stripeOld     = []byte("whsec_old_0123456789abcdef")
+	shopifySecret = []byte("shpss_0123456789abcdef0123")
+	gitlabToken   = []byte("glpat-like-token-0123456789")
 )
 
 func webhookFixture(t *testing.T) *fixture {
@@ -45,7 +51,8 @@ func webhookFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"SHOP_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(shopSecret), "STRIPE_NEW": string(stripeNew), "STRIPE_OLD": string(stripeOld)}
+	env := map[string]string{"SHOP_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(shopSecret), "STRIPE_NEW": string(stripeNew), "STRIPE_OLD": string(stripeOld),
+		"SHOPIFY_SECRET": string(shopifySecret), "GITLAB_TOKEN": string(gitlabToken)}
 	hooks, err := LoadWebhooks(specs, dir, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +133,9 @@ func TestWebhooks(t *testing.T) {
 		{"stripe, signed two minutes ago (60 s tolerance)", "stripe", func() (webhook.Header, []byte) { return stripe(stripeNew, "evt_2", now.Add(-2*time.Minute)) }, 401, nil, "tolerance is 1m0s"},
 		{"a signature under another secret", "shop", bent(webhook.Sign(webhook.Standard, []byte("not-the-shop-secret-at-all"), webhook.Delivery{ID: "m-x", Timestamp: now.Unix()}, large), large), 401, nil, "no v1 signature matches"},
 		{"a bearer token is no signature", "shop", bent(webhook.Header{"Authorization": {"Bearer " + tokOperator}}, large), 401, nil, "Webhook-Id: the header is missing"},
+		{"a Shopify refund starts a run", "store", bent(webhook.Sign(webhook.Shopify, shopifySecret, webhook.Delivery{ID: "sh-1", Event: "refunds/create"}, []byte(`{"id":"r-sh1","amount":25,"customer":"fay"}`)), []byte(`{"id":"r-sh1","amount":25,"customer":"fay"}`)), 201, map[string]any{"run_id": "store-sh-1", "started": true}, ""},
+		{"a GitLab event feeds refund-o1", "repo", bent(webhook.Sign(webhook.GitLab, gitlabToken, webhook.Delivery{ID: "gl-1", Event: "Issue Hook"}, []byte(`{"run":"refund-o1","refund":"r-gl1"}`)), []byte(`{"run":"refund-o1","refund":"r-gl1"}`)), 202, map[string]any{"run_id": "refund-o1", "started": false}, ""},
+		{"a GitLab event with another token", "repo", bent(webhook.Sign(webhook.GitLab, []byte("not-the-token-0123456789"), webhook.Delivery{ID: "gl-2", Event: "Issue Hook"}, []byte(`{"run":"refund-o1","refund":"r-gl2"}`)), []byte(`{"run":"refund-o1","refund":"r-gl2"}`)), 401, nil, "the token is none of the hook's secrets"},
 		{"no such webhook", "nobody", shopAs("m-7", large), 404, nil, "no webhook nobody"},
 		{"not JSON", "shop", bent(webhook.Header{"Content-Type": {"text/plain"}}, large), 415, nil, ""},
 	}
@@ -154,10 +164,10 @@ func TestWebhooks(t *testing.T) {
 	// each, under the hooks' names; stripe's run; nothing for the rest.
 	ctx := context.Background()
 	in, err := f.store.Inbox(ctx, "refund-o1", false)
-	if err != nil || len(in) != 3 {
+	if err != nil || len(in) != 4 {
 		t.Fatalf("refund-o1's inbox: %d entries, %v", len(in), err)
 	}
-	for i, want := range []string{"hook:shop", "hook:shop", "tracker-bot"} {
+	for i, want := range []string{"hook:shop", "hook:shop", "tracker-bot", "hook:repo"} {
 		if in[i].Actor != want || in[i].ActorRole != "agent" {
 			t.Errorf("entry %d recorded as %s (%s), want %s as an agent", i, in[i].Actor, in[i].ActorRole, want)
 		}
@@ -166,8 +176,8 @@ func TestWebhooks(t *testing.T) {
 		t.Errorf("the first input: %s", in[0].Body)
 	}
 	runs, _ := f.store.Runs(ctx, "", 100)
-	if len(runs) != 2 {
-		t.Errorf("%d runs, want refund-o1 and stripe-evt_1: %+v", len(runs), runs)
+	if len(runs) != 3 {
+		t.Errorf("%d runs, want refund-o1, stripe-evt_1 and store-sh-1: %+v", len(runs), runs)
 	}
 	f.waitFor("stripe-evt_1", tokOperator, "paid", func(p RunPage) bool { return p.Run.Outcome != "" })
 
@@ -194,7 +204,7 @@ func TestParseWebhooksRefuses(t *testing.T) {
 	}
 	cases := []struct{ name, text, words string }{
 		{"no secret", `{"webhooks":[{"name":"shop","scheme":"standard","workflow":"refund-agent"}]}`, "secret_env or secret_file"},
-		{"an unknown scheme", `{"webhooks":[{"name":"shop","scheme":"gitlab","secret_env":"S","workflow":"refund-agent"}]}`, "/webhooks/0/scheme"},
+		{"an unknown scheme", `{"webhooks":[{"name":"shop","scheme":"gitea","secret_env":"S","workflow":"refund-agent"}]}`, "/webhooks/0/scheme"},
 		{"a name that is no path segment", `{"webhooks":[{"name":"Shop/1","scheme":"standard","secret_env":"S","workflow":"w"}]}`, "/webhooks/0/name"},
 		{"an unknown member", hook(`,"secret":"x"`), "secret"},
 		{"two of one name", `{"webhooks":[` + hook("")[13:len(hook(""))-2] + `,` + hook("")[13:len(hook(""))-2] + `]}`, "a second webhook named shop"},
@@ -254,7 +264,7 @@ func TestLoadWebhooksRefuses(t *testing.T) {
 	if err := f.server.SetWebhooks(w); err == nil || !strings.Contains(err.Error(), "webhook a:") || !strings.Contains(err.Error(), "payroll") {
 		t.Fatalf("SetWebhooks: %v", err)
 	}
-	if got := f.server.webhooks.Load().Names(); strings.Join(got, ",") != "shop,tracker,stripe" {
+	if got := f.server.webhooks.Load().Names(); strings.Join(got, ",") != "shop,tracker,store,repo,stripe" {
 		t.Fatalf("webhooks in place: %v", got)
 	}
 }

@@ -10,9 +10,10 @@ import (
 
 // Sign writes the header fields a sender of the scheme sends with body:
 // what a delivery signed under secret carries. d gives the id and event
-// the scheme carries in its headers (Standard's id, GitHub's id and
-// event) and the signed timestamp (Standard's and Stripe's); Stripe's id
-// and event are the body's own. It is how flrh's tests, and an operator
+// the scheme carries in its headers (Standard's id; GitHub's, Shopify's
+// and GitLab's id and event) and the signed timestamp (Standard's and
+// Stripe's); Stripe's id and event are the body's own. A GitLab delivery
+// carries the secret itself. It is how flrh's tests, and an operator
 // trying a hook, make a delivery.
 func Sign(s Scheme, secret []byte, d Delivery, body []byte) Header {
 	mac := func(prefix string) []byte {
@@ -37,6 +38,14 @@ func Sign(s Scheme, secret []byte, d Delivery, body []byte) Header {
 		}
 	case Stripe:
 		return Header{"Stripe-Signature": {"t=" + ts + ",v1=" + hex.EncodeToString(mac(ts+"."))}}
+	case Shopify:
+		return Header{
+			"X-Shopify-Hmac-Sha256": {base64.StdEncoding.EncodeToString(mac(""))},
+			"X-Shopify-Webhook-Id":  {d.ID},
+			"X-Shopify-Topic":       {d.Event},
+		}
+	case GitLab:
+		return Header{"X-Gitlab-Token": {string(secret)}, "X-Gitlab-Idempotency-Key": {d.ID}, "X-Gitlab-Event": {d.Event}}
 	}
 	return Header{}
 }

@@ -22,10 +22,15 @@ const (
 	GitHub Scheme = "github"
 	// Stripe is Stripe's Stripe-Signature.
 	Stripe Scheme = "stripe"
+	// Shopify is Shopify's X-Shopify-Hmac-Sha256.
+	Shopify Scheme = "shopify"
+	// GitLab is GitLab's X-Gitlab-Token: the secret itself, not a
+	// signature of the body (which TLS alone protects).
+	GitLab Scheme = "gitlab"
 )
 
 // Schemes lists the schemes Verify understands.
-var Schemes = []Scheme{Standard, GitHub, Stripe}
+var Schemes = []Scheme{Standard, GitHub, Stripe, Shopify, GitLab}
 
 // DefaultTolerance is how far a signed timestamp may be from the time a
 // delivery is judged at, either way, when the verifier does not say: the
@@ -85,9 +90,9 @@ func ParseSecret(s Scheme, text string) ([]byte, error) {
 		if key, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(text, "whsec_")); err != nil {
 			return nil, refuse(ReasonSecret, "", "a Standard Webhooks secret is base64 (whsec_ then base64), and this one does not decode")
 		}
-	case GitHub, Stripe:
+	case GitHub, Stripe, Shopify, GitLab:
 	default:
-		return nil, refuse(ReasonSecret, "", "no signing scheme %q (standard, github or stripe)", s)
+		return nil, refuse(ReasonSecret, "", "no signing scheme %q (standard, github, stripe, shopify or gitlab)", s)
 	}
 	if len(key) < MinSecretBytes {
 		return nil, refuse(ReasonSecret, "", "a secret of %d bytes is too short: at least %d", len(key), MinSecretBytes)
@@ -143,13 +148,17 @@ func (v Verifier) Verify(h Header, body []byte, now time.Time) (Delivery, error)
 		d, err = v.github(h, body)
 	case Stripe:
 		d, err = v.stripe(h, body)
+	case Shopify:
+		d, err = v.shopify(h, body)
+	case GitLab:
+		d, err = v.gitlab(h)
 	default:
-		return Delivery{}, refuse(ReasonSecret, "", "no signing scheme %q (standard, github or stripe)", v.Scheme)
+		return Delivery{}, refuse(ReasonSecret, "", "no signing scheme %q (standard, github, stripe, shopify or gitlab)", v.Scheme)
 	}
 	if err != nil {
 		return Delivery{}, err
 	}
-	if v.Scheme != GitHub {
+	if v.Scheme.signsTime() {
 		tol := v.Tolerance
 		if tol <= 0 {
 			tol = DefaultTolerance
@@ -162,7 +171,7 @@ func (v Verifier) Verify(h Header, body []byte, now time.Time) (Delivery, error)
 	if d.Body, err = jsontemplate.Decode(body); err != nil {
 		return Delivery{}, refuse(ReasonMalformed, "", "the body is not JSON: %v", err)
 	}
-	if v.Scheme == GitHub {
+	if v.Scheme != Standard && v.Scheme != Stripe {
 		return d, nil
 	}
 	obj, _ := d.Body.(map[string]any)
@@ -222,6 +231,70 @@ func (v Verifier) standard(h Header, body []byte) (Delivery, error) {
 	return Delivery{ID: id, Timestamp: t}, nil
 }
 
+// signsTime reports whether the scheme signs the time a delivery was
+// sent: the others' replays are caught by their ids alone.
+func (s Scheme) signsTime() bool { return s == Standard || s == Stripe }
+
+// shopify checks a Shopify delivery: the base64 HMAC-SHA256 of the body.
+func (v Verifier) shopify(h Header, body []byte) (Delivery, error) {
+	const name = "X-Shopify-Hmac-Sha256"
+	sig := h.Get(name)
+	if sig == "" {
+		return Delivery{}, refuse(ReasonMissing, name, "the header is missing")
+	}
+	b, err := base64.StdEncoding.DecodeString(sig)
+	if err != nil || len(b) != sha256.Size {
+		return Delivery{}, refuse(ReasonMalformed, name, "the header is the base64 of 32 bytes")
+	}
+	if !v.matches([][]byte{b}, "", body) {
+		return Delivery{}, refuse(ReasonSignature, "", "the signature does not match the body under the hook's secrets")
+	}
+	return deliveryHeaders(h, "X-Shopify-Webhook-Id", "X-Shopify-Topic")
+}
+
+// gitlab checks a GitLab delivery: its token is one of the secrets. The
+// delivery is named by its idempotency key (the same on every retry),
+// or, from GitLab versions before it, its event's id.
+func (v Verifier) gitlab(h Header) (Delivery, error) {
+	const name = "X-Gitlab-Token"
+	token := h.Get(name)
+	if token == "" {
+		return Delivery{}, refuse(ReasonMissing, name, "the header is missing")
+	}
+	// Compared as digests, so that the time taken says nothing of a
+	// secret's length either.
+	got := sha256.Sum256([]byte(token))
+	found := false
+	for _, key := range v.Secrets {
+		want := sha256.Sum256(key)
+		if hmac.Equal(got[:], want[:]) {
+			found = true
+		}
+	}
+	if !found {
+		return Delivery{}, refuse(ReasonSignature, "", "the token is none of the hook's secrets")
+	}
+	idHeader := "X-Gitlab-Idempotency-Key"
+	if h.Get(idHeader) == "" {
+		idHeader = "X-Gitlab-Event-Uuid"
+	}
+	return deliveryHeaders(h, idHeader, "X-Gitlab-Event")
+}
+
+// deliveryHeaders reads a delivery's id and event from its headers.
+func deliveryHeaders(h Header, idHeader, eventHeader string) (Delivery, error) {
+	id, event := h.Get(idHeader), h.Get(eventHeader)
+	switch {
+	case id == "":
+		return Delivery{}, refuse(ReasonMissing, idHeader, "the header is missing")
+	case !validID(id):
+		return Delivery{}, refuse(ReasonMalformed, idHeader, "a delivery id is 1 to %d visible ASCII characters", maxIDBytes)
+	case event == "":
+		return Delivery{}, refuse(ReasonMissing, eventHeader, "the header is missing")
+	}
+	return Delivery{ID: id, Event: event}, nil
+}
+
 // github checks a GitHub delivery.
 func (v Verifier) github(h Header, body []byte) (Delivery, error) {
 	sig := h.Get("X-Hub-Signature-256")
@@ -240,16 +313,7 @@ func (v Verifier) github(h Header, body []byte) (Delivery, error) {
 	if !v.matches([][]byte{b}, "", body) {
 		return Delivery{}, refuse(ReasonSignature, "", "the signature does not match the body under the hook's secrets")
 	}
-	id, event := h.Get("X-GitHub-Delivery"), h.Get("X-GitHub-Event")
-	switch {
-	case id == "":
-		return Delivery{}, refuse(ReasonMissing, "X-GitHub-Delivery", "the header is missing")
-	case !validID(id):
-		return Delivery{}, refuse(ReasonMalformed, "X-GitHub-Delivery", "a delivery id is 1 to %d visible ASCII characters", maxIDBytes)
-	case event == "":
-		return Delivery{}, refuse(ReasonMissing, "X-GitHub-Event", "the header is missing")
-	}
-	return Delivery{ID: id, Event: event}, nil
+	return deliveryHeaders(h, "X-GitHub-Delivery", "X-GitHub-Event")
 }
 
 // stripe checks a Stripe delivery's signature; Verify reads its id and

@@ -69,6 +69,8 @@ func TestVerify(t *testing.T) {
 	std := webhook.Sign(webhook.Standard, secret, signed, body)
 	gh := webhook.Sign(webhook.GitHub, secret, signed, body)
 	st := webhook.Sign(webhook.Stripe, secret, signed, body)
+	sh := webhook.Sign(webhook.Shopify, secret, signed, body)
+	gl := webhook.Sign(webhook.GitLab, secret, signed, body)
 	stdSig := std["Webhook-Signature"][0]
 	cases := []struct {
 		name    string
@@ -133,6 +135,24 @@ func TestVerify(t *testing.T) {
 		{"stripe, an event without an id", webhook.Stripe, nil, webhook.Sign(webhook.Stripe, secret, signed, []byte(`{"type":"x"}`)), []byte(`{"type":"x"}`), 0, "", "", webhook.ReasonMalformed, `"id"`},
 		{"stripe, no header", webhook.Stripe, nil, webhook.Header{}, body, 0, "", "", webhook.ReasonMissing, "Stripe-Signature"},
 
+		{"shopify", webhook.Shopify, nil, sh, body, 0, "msg_1", "issues", "", ""},
+		{"shopify, whatever the time", webhook.Shopify, nil, sh, body, time.Second, "msg_1", "issues", "", ""},
+		{"shopify, another secret", webhook.Shopify, [][]byte{other}, sh, body, 0, "", "", webhook.ReasonSignature, "does not match"},
+		{"shopify, the body changed", webhook.Shopify, nil, sh, []byte(`{}`), 0, "", "", webhook.ReasonSignature, ""},
+		{"shopify, hex instead of base64", webhook.Shopify, nil, with(sh, "X-Shopify-Hmac-Sha256", strings.Repeat("ab", 32)), body, 0, "", "", webhook.ReasonMalformed, "base64 of 32 bytes"},
+		{"shopify, no topic", webhook.Shopify, nil, with(sh, "X-Shopify-Topic"), body, 0, "", "", webhook.ReasonMissing, "X-Shopify-Topic"},
+		{"shopify, no id", webhook.Shopify, nil, with(sh, "X-Shopify-Webhook-Id"), body, 0, "", "", webhook.ReasonMissing, "X-Shopify-Webhook-Id"},
+		{"shopify, no signature", webhook.Shopify, nil, with(sh, "X-Shopify-Hmac-Sha256"), body, 0, "", "", webhook.ReasonMissing, "X-Shopify-Hmac-Sha256"},
+
+		{"gitlab", webhook.GitLab, nil, gl, body, 0, "msg_1", "issues", "", ""},
+		{"gitlab, the old token while rotating", webhook.GitLab, [][]byte{other, secret}, gl, body, 0, "msg_1", "issues", "", ""},
+		{"gitlab, an older GitLab's event id", webhook.GitLab, nil, with(with(gl, "X-Gitlab-Idempotency-Key"), "X-Gitlab-Event-Uuid", "ev-1"), body, 0, "ev-1", "issues", "", ""},
+		{"gitlab, another token", webhook.GitLab, [][]byte{other}, gl, body, 0, "", "", webhook.ReasonSignature, "none of the hook's secrets"},
+		{"gitlab, the token's prefix", webhook.GitLab, nil, with(gl, "X-Gitlab-Token", string(secret[:20])), body, 0, "", "", webhook.ReasonSignature, ""},
+		{"gitlab, no token", webhook.GitLab, nil, with(gl, "X-Gitlab-Token"), body, 0, "", "", webhook.ReasonMissing, "X-Gitlab-Token"},
+		{"gitlab, no id", webhook.GitLab, nil, with(gl, "X-Gitlab-Idempotency-Key"), body, 0, "", "", webhook.ReasonMissing, "X-Gitlab-Event-Uuid"},
+		{"gitlab, a body not JSON", webhook.GitLab, nil, gl, []byte("{"), 0, "", "", webhook.ReasonMalformed, "not JSON"},
+
 		{"no secret", webhook.Stripe, [][]byte{}, st, body, 0, "", "", webhook.ReasonSecret, "no secret"},
 		{"no scheme", "svix", nil, st, body, 0, "", "", webhook.ReasonSecret, `"svix"`},
 	}
@@ -157,7 +177,7 @@ func TestVerify(t *testing.T) {
 			if d.ID != "" || d.Body != nil {
 				t.Fatalf("a refusal gave a delivery: %+v", d)
 			}
-			for _, s := range [][]byte{secret, other} {
+			for _, s := range [][]byte{secret, other, secret[:20]} {
 				if strings.Contains(err.Error(), string(s)) {
 					t.Fatalf("the refusal repeats a secret: %v", err)
 				}
@@ -179,7 +199,9 @@ func TestParseSecret(t *testing.T) {
 		{webhook.GitHub, "It's a Secret to Everybody", "It's a Secret to Everybody"},
 		{webhook.GitHub, "fifteen bytes!!", ""},
 		{webhook.Stripe, "whsec_abcdefghijklmnop", "whsec_abcdefghijklmnop"},
-		{"gitlab", "whatever-whatever-whatever", ""},
+		{"gitea", "whatever-whatever-whatever", ""},
+		{webhook.Shopify, "shpss_0123456789abcdef", "shpss_0123456789abcdef"},
+		{webhook.GitLab, "short-token", ""},
 	}
 	for _, c := range cases {
 		got, err := webhook.ParseSecret(c.scheme, c.text)

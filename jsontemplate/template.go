@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"flrh.dev/flrh/cjson"
 )
 
 // A Template makes a JSON value of a document and named values: a run's
@@ -218,6 +220,29 @@ type Values struct {
 // string, int64, bool and nil.
 func (t *Template) Render(in Values) (any, error) {
 	return t.root.render(in)
+}
+
+// RenderString renders a template that makes a string (a run's id).
+func (t *Template) RenderString(in Values) (string, error) {
+	v, err := t.Render(in)
+	if err != nil {
+		return "", err
+	}
+	str, ok := v.(string)
+	if !ok {
+		return "", refuse("/", "the template makes %s, not a string", kindOf(v))
+	}
+	return str, nil
+}
+
+// RenderCanonical renders the template and encodes its value in flrh's
+// canonical JSON (package cjson): an input's bytes.
+func (t *Template) RenderCanonical(in Values) ([]byte, error) {
+	v, err := t.Render(in)
+	if err != nil {
+		return nil, err
+	}
+	return cjson.Marshal(v)
 }
 
 // ReadsBody reports whether the template names a part of the document.

@@ -192,3 +192,18 @@ func TestReadsBody(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderStringAndCanonical(t *testing.T) {
+	in := values(t, `{"b":2,"a":"x"}`)
+	obj, _ := jsontemplate.Compile([]byte(`{"z":"{/b}","y":"{/a}"}`), names...)
+	if b, err := obj.RenderCanonical(in); err != nil || string(b) != `{"y":"x","z":2}` {
+		t.Fatalf("canonical: %s, %v", b, err)
+	}
+	if _, err := obj.RenderString(in); err == nil || !strings.Contains(err.Error(), "makes an object, not a string") {
+		t.Fatalf("an object as a string: %v", err)
+	}
+	str, _ := jsontemplate.CompileString("r-{/a}-{$hook}", names...)
+	if got, err := str.RenderString(in); err != nil || got != "r-x-shop" {
+		t.Fatalf("string: %q, %v", got, err)
+	}
+}

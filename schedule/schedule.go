@@ -437,18 +437,13 @@ func (e *entry) render(due time.Time) (runID string, input []byte, err error) {
 		"$local":    local.Format("2006-01-02T15:04:05"),
 		"$date":     local.Format(time.DateOnly),
 	}}
-	id, err := e.runID.Render(values)
-	if err != nil {
+	if runID, err = e.runID.RenderString(values); err != nil {
 		return "", nil, err
 	}
-	if runID, _ = id.(string); !cjson.ValidID(runID) {
+	if !cjson.ValidID(runID) {
 		return "", nil, fmt.Errorf("the run id %q is not an id", runID)
 	}
-	v, err := e.input.Render(values)
-	if err != nil {
-		return "", nil, err
-	}
-	input, err = cjson.Marshal(v)
+	input, err = e.input.RenderCanonical(values)
 	return runID, input, err
 }
 

@@ -238,19 +238,14 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 	}
 	outcome = "failed"
 	values := jsontemplate.Values{Body: d.Body, Names: map[string]string{"$delivery": d.ID, "$event": d.Event, "$hook": name}}
-	rid, err := h.runID.Render(values)
+	runID, err := h.runID.RenderString(values)
 	if err != nil {
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the run id: %v", err)
 	}
-	runID, _ := rid.(string)
 	if !cjson.ValidID(runID) {
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the run id %q the delivery gives is not an id (letters, digits and ._:/- up to %d)", runID, cjson.MaxIDLength)
 	}
-	v, err := h.input.Render(values)
-	var input []byte
-	if err == nil {
-		input, err = cjson.Marshal(v)
-	}
+	input, err := h.input.RenderCanonical(values)
 	if err != nil {
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the input: %v", err)
 	}

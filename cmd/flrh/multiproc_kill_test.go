@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"flrh.dev/flrh/store/postgres"
 )
 
 // Serve processes on one PostgreSQL schema are killed with SIGKILL at
@@ -85,7 +88,11 @@ func TestServeProcessesSurviveSIGKILL(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Duration(20+rnd.IntN(200)) * time.Millisecond)
+		// The kill lands while the victim holds a run: on a loaded
+		// machine the survivors may claim every run of the wave first,
+		// and a kill then takes nothing over.
+		holds(t, st, p, w, perWave)
+		time.Sleep(time.Duration(rnd.IntN(100)) * time.Millisecond)
 		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -134,6 +141,20 @@ func TestServeProcessesSurviveSIGKILL(t *testing.T) {
 		t.Fatalf("no run was taken over from a killed process in %d kills: the campaign tested nothing", killed)
 	}
 	t.Logf("%d processes killed; runs %v, %d attempts, %d small ones leased more than once", killed, states, attempts, takenOver)
+}
+
+// holds waits, up to 5 s, until process p holds the lease of a live run
+// of wave w.
+func holds(t *testing.T, st *postgres.Store, p *serveProc, w, perWave int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for i := range perWave {
+			run, err := st.Run(context.Background(), fmt.Sprintf("k-%d-%02d", w, i))
+			if err == nil && run.Outcome == "" && run.Lease.Owner == p.owner() && run.Lease.ExpiresAt.After(time.Now()) {
+				return
+			}
+		}
+	}
 }
 
 // startApprover approves the large refunds ids as a person would,

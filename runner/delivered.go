@@ -56,7 +56,19 @@ func DeliveryInboxID(key string) string {
 // refuses any input (store.CodeNotFound, EndedError).
 func (r *Runner) Deliver(ctx context.Context, d Delivery) (Delivered, error) {
 	id := DeliveryInboxID(d.Key)
-	if d.Workflow != "" {
+	start := d.Workflow != ""
+	if start {
+		// A run that exists takes the delivery as its next input, judged
+		// as inputs are, not as a first one.
+		_, err := r.cfg.Store.Run(ctx, d.RunID)
+		switch {
+		case err == nil:
+			start = false
+		case store.CodeOf(err) != store.CodeNotFound:
+			return Delivered{}, err
+		}
+	}
+	if start {
 		n, err := r.prepareStart(d.RunID, d.Workflow, d.Version, d.Input, Usage{}, Actor{Name: d.Actor, Role: "agent", Capability: "run.start"})
 		if err != nil {
 			return Delivered{}, err

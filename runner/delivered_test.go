@@ -130,3 +130,24 @@ func TestDeliverRefusedInput(t *testing.T) {
 		t.Fatalf("a refused delivery left a run: %v", err)
 	}
 }
+
+// A delivery to a run that exists is its next input, even one its
+// workflow would refuse to start a run with.
+func TestDeliverToAnExistingRunIsAnInput(t *testing.T) {
+	h := newHarness(t)
+	if _, err := h.r.Deliver(ctx, Delivery{Key: "k1", RunID: "r", Input: []byte(large), Actor: "hook:shop", Workflow: "refunds", Version: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	// refunds refuses to start on an input that requests no refund.
+	note := []byte(`{"note":"customer called"}`)
+	if _, err := h.r.Deliver(ctx, Delivery{Key: "k0", RunID: "fresh", Input: note, Actor: "hook:shop", Workflow: "refunds", Version: "1"}); err == nil {
+		t.Fatal("a run started on an input its workflow refuses")
+	}
+	got, err := h.r.Deliver(ctx, Delivery{Key: "k2", RunID: "r", Input: note, Actor: "hook:shop", Workflow: "refunds", Version: "1"})
+	if err != nil || got != (Delivered{}) {
+		t.Fatalf("a note to the running run: %+v, %v", got, err)
+	}
+	if in, _ := h.store.Inbox(ctx, "r", false); len(in) != 2 || in[1].Capability != "input.propose" {
+		t.Fatalf("inbox %+v", in)
+	}
+}

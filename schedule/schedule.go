@@ -402,6 +402,21 @@ func (s *Scheduler) pass(ctx context.Context) time.Time {
 // fire starts the run of a time due. It reports whether to try again
 // later: the store could not be reached.
 func (s *Scheduler) fire(ctx context.Context, e *entry, due time.Time) (retry bool) {
+	_, outcome, _ := s.start(ctx, e, due)
+	return outcome == outcomeRetry
+}
+
+// Outcomes of a time due.
+const (
+	outcomeStarted = "started"
+	outcomeExisted = "existed"
+	outcomeFailed  = "failed"
+	outcomeRetry   = "retry" // not counted: the time is tried again
+)
+
+// start starts the run of a time due and says what came of it: the run's
+// id, the outcome, and the error of a failure or a retry.
+func (s *Scheduler) start(ctx context.Context, e *entry, due time.Time) (runID, outcome string, err error) {
 	log := s.cfg.Logger.With("schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339))
 	runID, input, err := e.render(due)
 	var wf runner.Workflow
@@ -413,19 +428,129 @@ func (s *Scheduler) fire(ctx context.Context, e *entry, due time.Time) (retry bo
 	}
 	switch {
 	case err == nil:
-		s.count(e, "started")
+		outcome = outcomeStarted
 		log.Info("scheduled run started", "run_id", runID)
 	case store.CodeOf(err) == store.CodeExists:
-		s.count(e, "existed")
+		outcome, err = outcomeExisted, nil
 		log.Debug("scheduled run started before", "run_id", runID)
 	case store.CodeOf(err) == store.CodeUnavailable || ctx.Err() != nil:
 		log.Warn("scheduled run not started yet; trying again", "run_id", runID, "err", err.Error())
-		return true
+		return runID, outcomeRetry, err
 	default:
-		s.count(e, "failed")
+		outcome = outcomeFailed
 		log.Error("scheduled run refused", "run_id", runID, "err", err.Error())
 	}
-	return false
+	s.count(e, outcome)
+	return runID, outcome, err
+}
+
+// Info is a schedule as GET /v1/schedules lists it.
+type Info struct {
+	Name     string    `json:"name"`
+	Cron     string    `json:"cron"`
+	TimeZone string    `json:"time_zone"`
+	Workflow string    `json:"workflow"`
+	Version  string    `json:"version,omitempty"`
+	Next     time.Time `json:"next"` // zero when it is due never again
+}
+
+// List lists the schedules with their next times due after now.
+func (s *Scheduler) List() []Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Clock()
+	out := make([]Info, len(s.entries))
+	for i, e := range s.entries {
+		out[i] = Info{Name: e.spec.Name, Cron: e.spec.Cron, TimeZone: e.loc.String(), Workflow: e.spec.Workflow, Version: e.spec.Version,
+			Next: e.cron.Next(now.In(e.loc)).UTC()}
+	}
+	return out
+}
+
+// NotFoundError is an act on a schedule that does not exist.
+type NotFoundError struct{ Name string }
+
+func (e *NotFoundError) Error() string { return "no schedule " + e.Name }
+
+// RangeError is a backfill's range refused.
+type RangeError struct{ Detail string }
+
+func (e *RangeError) Error() string { return "backfill: " + e.Detail }
+
+// MaxBackfill bounds the times one backfill starts.
+const MaxBackfill = 1000
+
+// Filled is what a backfill or a trigger did: the runs it started and
+// those that existed already, by id, in time order.
+type Filled struct {
+	Started []string `json:"started"`
+	Existed []string `json:"existed"`
+}
+
+// Backfill starts the run of every time the schedule was due from from
+// to to, both included, that has none: after an outage longer than the
+// catch-up window, say. Each time is one run however often it is filled.
+// to may not be in the future, and the range may hold at most
+// MaxBackfill times. A run that cannot be started stops the backfill
+// with what it did so far.
+func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Time) (Filled, error) {
+	e, err := s.entry(name)
+	if err != nil {
+		return Filled{}, err
+	}
+	if now := s.cfg.Clock(); to.After(now) {
+		return Filled{}, &RangeError{Detail: fmt.Sprintf("to, %s, is in the future: those times are the schedule's to start", to.UTC().Format(time.RFC3339))}
+	}
+	if to.Before(from) {
+		return Filled{}, &RangeError{Detail: "to is before from"}
+	}
+	var times []time.Time
+	for at := e.cron.Next(from.Add(-time.Second).In(e.loc)); !at.IsZero() && !at.After(to); at = e.cron.Next(at) {
+		if len(times) == MaxBackfill {
+			return Filled{}, &RangeError{Detail: fmt.Sprintf("the range holds more than %d times; fill it in parts", MaxBackfill)}
+		}
+		times = append(times, at)
+	}
+	return s.fill(ctx, e, times)
+}
+
+// Trigger starts the schedule's run for now, outside its calendar (the
+// time in its id and input is now, to the second): a report asked for
+// early. Triggered twice in one second, it starts one run.
+func (s *Scheduler) Trigger(ctx context.Context, name string) (Filled, error) {
+	e, err := s.entry(name)
+	if err != nil {
+		return Filled{}, err
+	}
+	return s.fill(ctx, e, []time.Time{s.cfg.Clock().Truncate(time.Second)})
+}
+
+func (s *Scheduler) fill(ctx context.Context, e *entry, times []time.Time) (Filled, error) {
+	f := Filled{Started: []string{}, Existed: []string{}}
+	for _, at := range times {
+		runID, outcome, err := s.start(ctx, e, at)
+		switch outcome {
+		case outcomeStarted:
+			f.Started = append(f.Started, runID)
+		case outcomeExisted:
+			f.Existed = append(f.Existed, runID)
+		default:
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// entry is the schedule named name.
+func (s *Scheduler) entry(name string) (*entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.entries {
+		if e.spec.Name == name {
+			return e, nil
+		}
+	}
+	return nil, &NotFoundError{Name: name}
 }
 
 // render makes the run id and input of a time due.

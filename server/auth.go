@@ -40,6 +40,7 @@ const (
 	permRelease   permission = "release"   // operator, reconciler: a person releases a parked run
 	permChoose    permission = "choose"    // operator, approver: choose among the options H offered
 	permSteer     permission = "steer"     // operator, approver: a person's MRP transition (pause, resume, …)
+	permSchedule  permission = "schedule"  // operator: trigger or backfill a schedule
 )
 
 // grants says which permissions each role carries. Nothing grants an agent
@@ -47,7 +48,7 @@ const (
 var grants = map[string][]permission{
 	RoleViewer:     {permRead},
 	RoleAgent:      {permRead, permStart, permSubmit},
-	RoleOperator:   {permRead, permStart, permSubmit, permCancel, permChoose, permSteer, permRelease},
+	RoleOperator:   {permRead, permStart, permSubmit, permCancel, permChoose, permSteer, permRelease, permSchedule},
 	RoleApprover:   {permRead, permApprove, permChoose, permSteer},
 	RoleReconciler: {permRead, permReconcile, permRelease},
 }

@@ -37,6 +37,10 @@ var routes = []route{
 	// Deliveries other systems sign (webhooks.go): the signature is the
 	// credential.
 	{Method: "POST", Pattern: "/v1/hooks/{name}", Perm: permPublic, Body: foreignBody, handle: (*Server).deliver},
+	// Schedules that start runs on a calendar (schedules.go).
+	{Method: "GET", Pattern: "/v1/schedules", Perm: permRead, handle: (*Server).listSchedules},
+	{Method: "POST", Pattern: "/v1/schedules/{name}/trigger", Perm: permSchedule, handle: (*Server).triggerSchedule},
+	{Method: "POST", Pattern: "/v1/schedules/{name}/backfill", Perm: permSchedule, Body: "backfill", handle: (*Server).backfillSchedule},
 	{Method: "GET", Pattern: "/v1/runs", Perm: permRead, handle: (*Server).listRuns},
 	{Method: "GET", Pattern: "/v1/approvals", Perm: permRead, handle: (*Server).listApprovals},
 	{Method: "POST", Pattern: "/v1/runs", Perm: permStart, Body: "start_run", handle: (*Server).startRun},

@@ -25,6 +25,7 @@ var bodySchemaNames = map[string]string{
 	"mrp":           "MRPTransition",
 	"login_token":   "LoginToken",
 	"login_refresh": "LoginRefresh",
+	"backfill":      "Backfill",
 }
 
 // OpenAPI returns the API's OpenAPI 3.1 document: the hand-written

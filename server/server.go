@@ -20,6 +20,7 @@ import (
 
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/schedule"
 	"flrh.dev/flrh/server/webui"
 	"flrh.dev/flrh/store"
 )
@@ -82,6 +83,9 @@ type Config struct {
 	// Webhooks, when set, are the webhooks other systems deliver to at
 	// /v1/hooks/NAME (see webhooks.go); each names a workflow in Catalog.
 	Webhooks *Webhooks
+	// Schedules, when set, are listed at /v1/schedules, and triggered and
+	// backfilled through it (see schedules.go).
+	Schedules *schedule.Scheduler
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -102,6 +106,8 @@ type Server struct {
 	// webhooks are the webhooks other systems deliver to: cfg.Webhooks,
 	// then what SetWebhooks puts in its place; nil takes none.
 	webhooks atomic.Pointer[Webhooks]
+	// schedules are cfg.Schedules, then what SetSchedules puts in place.
+	schedules atomic.Pointer[schedule.Scheduler]
 	// swapped is closed, and replaced, each time SetTokens or SetIdentity
 	// puts new credentials in place, or the identity provider's keys
 	// change: streaming requests wait on it (watchRevocation).
@@ -157,6 +163,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	s.schedules.Store(cfg.Schedules)
 	if err := s.SetWebhooks(cfg.Webhooks); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

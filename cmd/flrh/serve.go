@@ -402,20 +402,20 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			}
 		}
 		catalog := server.Static(workflows)
-		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom})
-		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Identity: identity, Logger: log, Notifier: notifier, MCP: agents,
-			Tracer: tracing.Provider, Metrics: metricsReg, Webhooks: webhooks})
-		if err != nil {
-			if webhooks != nil {
-				return usagef("--webhooks %s: %v", *webhooksFile, err)
-			}
-			return err
-		}
 		var scheduler *schedule.Scheduler
 		if schedules != nil {
 			if scheduler, err = schedule.New(schedules, schedule.Config{Runner: r, Workflows: catalog.Workflows, Logger: log, Metrics: metricsReg}); err != nil {
 				return usagef("--schedules %s: %v", *schedulesFile, err)
 			}
+		}
+		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom})
+		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Identity: identity, Logger: log, Notifier: notifier, MCP: agents,
+			Tracer: tracing.Provider, Metrics: metricsReg, Webhooks: webhooks, Schedules: scheduler})
+		if err != nil {
+			if webhooks != nil {
+				return usagef("--webhooks %s: %v", *webhooksFile, err)
+			}
+			return err
 		}
 		ln, err := net.Listen("tcp", *addr)
 		if err != nil {

@@ -1,0 +1,94 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"flrh.dev/flrh/schedule"
+)
+
+// The schedules that start runs on a calendar (flrh serve --schedules):
+// listed with their next times due, triggered at once, and backfilled
+// over a range an outage left without runs. Each time is one run however
+// often it is filled (package schedule).
+
+// SetSchedules puts sc in place of the schedules the server lists and
+// acts on (nil: none).
+func (s *Server) SetSchedules(sc *schedule.Scheduler) { s.schedules.Store(sc) }
+
+// scheduler is the server's scheduler, or a 404 when it has none.
+func (s *Server) scheduler() (*schedule.Scheduler, error) {
+	sc := s.schedules.Load()
+	if sc == nil {
+		return nil, apiErr(http.StatusNotFound, TypeNotFound, "", "this server runs no schedules (flrh serve --schedules)")
+	}
+	return sc, nil
+}
+
+func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	list := []schedule.Info{}
+	if sc := s.schedules.Load(); sc != nil {
+		list = sc.List()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"schedules": list})
+	return nil
+}
+
+func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+	sc, err := s.scheduler()
+	if err != nil {
+		return err
+	}
+	f, err := sc.Trigger(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return scheduleErr(err)
+	}
+	s.log.Info("schedule triggered", "request_id", requestID(r), "schedule", r.PathValue("name"), "started", f.Started, "actor", p.Actor)
+	status := http.StatusOK
+	if len(f.Started) > 0 {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, f)
+	return nil
+}
+
+// Backfill is the body of POST /v1/schedules/{name}/backfill.
+type Backfill struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+func (s *Server) backfillSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+	sc, err := s.scheduler()
+	if err != nil {
+		return err
+	}
+	var req Backfill
+	if err := s.decode(w, r, "backfill", &req); err != nil {
+		return err
+	}
+	f, err := sc.Backfill(r.Context(), r.PathValue("name"), req.From, req.To)
+	if err != nil {
+		return scheduleErr(err)
+	}
+	s.log.Info("schedule backfilled", "request_id", requestID(r), "schedule", r.PathValue("name"), "started", len(f.Started), "existed", len(f.Existed), "actor", p.Actor)
+	writeJSON(w, http.StatusOK, f)
+	return nil
+}
+
+// scheduleErr maps a scheduler's refusal to the API's.
+func scheduleErr(err error) error {
+	var nf *schedule.NotFoundError
+	var re *schedule.RangeError
+	switch {
+	case errors.As(err, &nf):
+		return apiErr(http.StatusNotFound, TypeNotFound, "", "%s", nf.Error())
+	case errors.As(err, &re):
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "%s", re.Error())
+	}
+	return err
+}

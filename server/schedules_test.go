@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"flrh.dev/flrh/schedule"
+)
+
+func TestSchedulesAPI(t *testing.T) {
+	f := newFixture(t, tokenFileText)
+	now := time.Date(2026, 12, 7, 12, 0, 30, 0, time.UTC)
+	specs, err := schedule.Parse([]byte(`{"schedules":[{"name":"m","cron":"*/10 * * * *","workflow":"refund-agent","catch_up_seconds":0,
+ "input":{"refunds":[{"id":"m-{$local}","amount":10,"payee":"dan","reason":"sweep"}]}}]}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := schedule.New(specs, schedule.Config{Runner: f.runner, Workflows: Static{f.server.cfg.Catalog.Workflows()[0]}.Workflows,
+		Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without schedules: an empty list, and nothing to trigger.
+	if a := f.get("/v1/schedules", tokViewer); a.status != 200 || !strings.Contains(string(a.body), `"schedules":[]`) {
+		t.Fatalf("no schedules: %d %s", a.status, a.body)
+	}
+	if a := f.post("/v1/schedules/m/trigger", tokOperator, ""); a.status != 404 {
+		t.Fatalf("trigger without schedules: %d %s", a.status, a.body)
+	}
+	f.server.SetSchedules(sc)
+
+	steps := []struct {
+		name, method, path, token, body string
+		status                          int
+		words                           string
+	}{
+		{"listed with its next time", "GET", "/v1/schedules", tokViewer, "", 200, `"next":"2026-12-07T12:10:00Z"`},
+		{"triggered now", "POST", "/v1/schedules/m/trigger", tokOperator, "", 201, `"started":["m-2026-12-07T12:00:30Z"]`},
+		{"triggered again in the same second", "POST", "/v1/schedules/m/trigger", tokOperator, "", 200, `"existed":["m-2026-12-07T12:00:30Z"]`},
+		{"an agent may not trigger", "POST", "/v1/schedules/m/trigger", tokAgent, "", 403, ""},
+		{"a viewer may not backfill", "POST", "/v1/schedules/m/backfill", tokViewer, `{"from":"2026-12-07T11:00:00Z","to":"2026-12-07T12:00:00Z"}`, 403, ""},
+		{"an hour backfilled", "POST", "/v1/schedules/m/backfill", tokOperator, `{"from":"2026-12-07T11:00:00Z","to":"2026-12-07T12:00:00Z"}`, 200,
+			`{"started":["m-2026-12-07T11:00:00Z","m-2026-12-07T11:10:00Z","m-2026-12-07T11:20:00Z","m-2026-12-07T11:30:00Z","m-2026-12-07T11:40:00Z","m-2026-12-07T11:50:00Z","m-2026-12-07T12:00:00Z"],"existed":[]}`},
+		{"and again: nothing more", "POST", "/v1/schedules/m/backfill", tokOperator, `{"from":"2026-12-07T11:05:00Z","to":"2026-12-07T12:00:00Z"}`, 200,
+			`{"started":[],"existed":["m-2026-12-07T11:10:00Z","m-2026-12-07T11:20:00Z","m-2026-12-07T11:30:00Z","m-2026-12-07T11:40:00Z","m-2026-12-07T11:50:00Z","m-2026-12-07T12:00:00Z"]}`},
+		{"into the future", "POST", "/v1/schedules/m/backfill", tokOperator, `{"from":"2026-12-07T11:00:00Z","to":"2026-12-07T13:00:00Z"}`, 422, "is in the future"},
+		{"backwards", "POST", "/v1/schedules/m/backfill", tokOperator, `{"from":"2026-12-07T11:00:00Z","to":"2026-12-07T10:00:00Z"}`, 422, "to is before from"},
+		{"more than a thousand times", "POST", "/v1/schedules/m/backfill", tokOperator, `{"from":"2026-11-30T00:00:00Z","to":"2026-12-07T12:00:00Z"}`, 422, "more than 1000 times"},
+		{"no such schedule", "POST", "/v1/schedules/nightly/trigger", tokOperator, "", 404, "no schedule nightly"},
+		{"a time that is no time", "POST", "/v1/schedules/m/backfill", tokOperator, `{"from":"yesterday","to":"2026-12-07T10:00:00Z"}`, 422, ""},
+		{"a member unknown", "POST", "/v1/schedules/m/backfill", tokOperator, `{"from":"2026-12-07T11:00:00Z","to":"2026-12-07T12:00:00Z","dry":true}`, 422, "dry"},
+	}
+	for _, s := range steps {
+		a := f.do(s.method, s.path, s.token, map[bool]string{true: "application/json"}[s.body != ""], []byte(s.body))
+		if a.status != s.status || !strings.Contains(string(a.body), s.words) {
+			t.Fatalf("%s: %d %s; want %d saying %q", s.name, a.status, a.body, s.status, s.words)
+		}
+	}
+	runs, _ := f.store.Runs(context.Background(), "", 100)
+	if len(runs) != 8 {
+		t.Fatalf("%d runs, want the trigger's and the backfill's 7", len(runs))
+	}
+	for _, r := range runs {
+		in, _ := f.store.Inbox(context.Background(), r.ID, false)
+		if len(in) != 1 || in[0].Actor != "schedule:m" || in[0].ActorRole != "agent" {
+			t.Fatalf("run %s started as %+v", r.ID, in)
+		}
+	}
+}

@@ -201,16 +201,24 @@ func (a answer) errorOf(t *testing.T) (typ, field string) {
 
 func (f *fixture) do(method, path, token, contentType string, body []byte) answer {
 	f.t.Helper()
+	h := http.Header{}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	return f.send(method, path, h, body)
+}
+
+// send makes a request with the header fields h.
+func (f *fixture) send(method, path string, h http.Header, body []byte) answer {
+	f.t.Helper()
 	req, err := http.NewRequest(method, f.ts.URL+path, bytes.NewReader(body))
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
+	req.Header = h
 	resp, err := f.ts.Client().Do(req)
 	if err != nil {
 		f.t.Fatal(err)

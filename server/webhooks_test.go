@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -63,23 +61,14 @@ func webhookFixture(t *testing.T) *fixture {
 // deliver posts body to the webhook with the header fields h.
 func (f *fixture) deliver(hook string, h webhook.Header, body []byte) answer {
 	f.t.Helper()
-	req, err := http.NewRequest("POST", f.ts.URL+"/v1/hooks/"+hook, bytes.NewReader(body))
-	if err != nil {
-		f.t.Fatal(err)
+	header := http.Header(h).Clone()
+	if header == nil {
+		header = http.Header{}
 	}
-	for k, v := range h {
-		req.Header[k] = v
+	if header.Get("Content-Type") == "" {
+		header.Set("Content-Type", "application/json")
 	}
-	if req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := f.ts.Client().Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, resp.Header, b}
+	return f.send("POST", "/v1/hooks/"+hook, header, body)
 }
 
 func shopEvent(event, order, refund string, amount int) []byte {

@@ -40,8 +40,9 @@ func listRuns(t *testing.T, base string) []string {
 // A schedule due every two seconds, over a real serve process: runs start
 // on time; the process killed (SIGKILL) and restarted five seconds later
 // starts the times it missed, late, within the catch-up window, so that
-// every time due from the first has exactly one run; SIGHUP with the
-// schedule dropped starts nothing more.
+// every time due from the first has exactly one run; SIGHUP with a
+// schedule the workflow would refuse keeps it out, and with the schedule
+// dropped starts nothing more.
 func TestSchedulesOverTheCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
@@ -89,11 +90,27 @@ func TestSchedulesOverTheCLI(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	p = serve()
 	time.Sleep(3 * time.Second)
+	// A schedule whose runs the workflow would refuse is kept out.
+	write(`schedules:
+  - name: other
+    cron: "@yearly"
+    workflow: refund-agent
+`)
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.stderr.String(), "schedules kept as they were"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a refused schedule not kept out:\n%s", p.stderr)
+		}
+	}
+	if !strings.Contains(p.stderr.String(), "would be refused") {
+		t.Fatalf("the log does not say why:\n%s", p.stderr)
+	}
 	// Dropped: nothing more starts after the reload.
 	write(`schedules:
   - name: other
     cron: "@yearly"
     workflow: refund-agent
+    input: {refunds: [{id: "y-{$date}", amount: 5, payee: carol, reason: yearly}]}
 `)
 	p.cmd.Process.Signal(syscall.SIGHUP)
 	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.stderr.String(), "schedules reloaded"); time.Sleep(20 * time.Millisecond) {

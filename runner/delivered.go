@@ -21,7 +21,8 @@ import (
 // Delivery is an input another system delivered.
 type Delivery struct {
 	// Key names the delivery among all a run may receive: the sender's
-	// and its delivery id. The same key with other content is refused.
+	// name and its delivery id ("shop:msg_1"). The same key with other
+	// content is refused.
 	Key string
 	// RunID is the run the input is for.
 	RunID string

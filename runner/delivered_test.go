@@ -30,7 +30,7 @@ func counterRunner(t *testing.T, h *harness) *Runner {
 func TestDeliverTakesEachDeliveryOnce(t *testing.T) {
 	h := newHarness(t)
 	r := counterRunner(t, h)
-	first := Delivery{Key: "shop\x00msg_1", RunID: "c", Input: []byte(`{"amount":1,"id":"a","payee":"p"}`), Actor: "hook:shop", Workflow: "counter", Version: "1"}
+	first := Delivery{Key: "shop:msg_1", RunID: "c", Input: []byte(`{"amount":1,"id":"a","payee":"p"}`), Actor: "hook:shop", Workflow: "counter", Version: "1"}
 	steps := []struct {
 		name string
 		d    Delivery
@@ -39,12 +39,12 @@ func TestDeliverTakesEachDeliveryOnce(t *testing.T) {
 	}{
 		{"starts the run", first, Delivered{Started: true}, ""},
 		{"again: nothing written", first, Delivered{Started: true, Again: true}, ""},
-		{"another delivery: an input", Delivery{Key: "shop\x00msg_2", RunID: "c", Input: []byte(`{"amount":2,"id":"b","payee":"p"}`), Actor: "hook:shop", Workflow: "counter", Version: "1"}, Delivered{}, ""},
-		{"that one again", Delivery{Key: "shop\x00msg_2", RunID: "c", Input: []byte(`{"amount":2,"id":"b","payee":"p"}`), Actor: "hook:shop"}, Delivered{Again: true}, ""},
-		{"the first with other content", Delivery{Key: "shop\x00msg_1", RunID: "c", Input: []byte(`{"amount":9,"id":"a","payee":"p"}`), Actor: "hook:shop", Workflow: "counter", Version: "1"}, Delivered{}, store.CodeExists},
-		{"an input with other content", Delivery{Key: "shop\x00msg_2", RunID: "c", Input: []byte(`{"amount":3,"id":"b","payee":"p"}`), Actor: "hook:shop"}, Delivered{}, store.CodeExists},
-		{"another hook's msg_1", Delivery{Key: "crm\x00msg_1", RunID: "c", Input: []byte(`{"amount":1,"id":"c","payee":"p"}`), Actor: "hook:crm"}, Delivered{}, ""},
-		{"no such run, nothing to start", Delivery{Key: "shop\x00msg_3", RunID: "nope", Input: []byte(`{}`), Actor: "hook:shop"}, Delivered{}, store.CodeNotFound},
+		{"another delivery: an input", Delivery{Key: "shop:msg_2", RunID: "c", Input: []byte(`{"amount":2,"id":"b","payee":"p"}`), Actor: "hook:shop", Workflow: "counter", Version: "1"}, Delivered{}, ""},
+		{"that one again", Delivery{Key: "shop:msg_2", RunID: "c", Input: []byte(`{"amount":2,"id":"b","payee":"p"}`), Actor: "hook:shop"}, Delivered{Again: true}, ""},
+		{"the first with other content", Delivery{Key: "shop:msg_1", RunID: "c", Input: []byte(`{"amount":9,"id":"a","payee":"p"}`), Actor: "hook:shop", Workflow: "counter", Version: "1"}, Delivered{}, store.CodeExists},
+		{"an input with other content", Delivery{Key: "shop:msg_2", RunID: "c", Input: []byte(`{"amount":3,"id":"b","payee":"p"}`), Actor: "hook:shop"}, Delivered{}, store.CodeExists},
+		{"another hook's msg_1", Delivery{Key: "crm:msg_1", RunID: "c", Input: []byte(`{"amount":1,"id":"c","payee":"p"}`), Actor: "hook:crm"}, Delivered{}, ""},
+		{"no such run, nothing to start", Delivery{Key: "shop:msg_3", RunID: "nope", Input: []byte(`{}`), Actor: "hook:shop"}, Delivered{}, store.CodeNotFound},
 	}
 	for _, s := range steps {
 		got, err := r.Deliver(ctx, s.d)
@@ -74,7 +74,7 @@ func TestDeliverTakesEachDeliveryOnce(t *testing.T) {
 func TestDeliverAtOnce(t *testing.T) {
 	h := newHarness(t)
 	r := counterRunner(t, h)
-	d := Delivery{Key: "shop\x00msg_9", RunID: "c9", Input: []byte(`{"amount":1,"id":"a","payee":"p"}`), Actor: "hook:shop", Workflow: "counter", Version: "1"}
+	d := Delivery{Key: "shop:msg_9", RunID: "c9", Input: []byte(`{"amount":1,"id":"a","payee":"p"}`), Actor: "hook:shop", Workflow: "counter", Version: "1"}
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
@@ -96,7 +96,7 @@ func TestDeliverAtOnce(t *testing.T) {
 // is refused as an ended run refuses input.
 func TestDeliverToAnEndedRun(t *testing.T) {
 	h := newHarness(t)
-	d := Delivery{Key: "shop\x00msg_1", RunID: "r", Input: []byte(small), Actor: "hook:shop", Workflow: "refunds", Version: "1"}
+	d := Delivery{Key: "shop:msg_1", RunID: "r", Input: []byte(small), Actor: "hook:shop", Workflow: "refunds", Version: "1"}
 	if got, err := h.r.Deliver(ctx, d); err != nil || !got.Started {
 		t.Fatalf("%+v, %v", got, err)
 	}
@@ -107,7 +107,7 @@ func TestDeliverToAnEndedRun(t *testing.T) {
 	if got, err := h.r.Deliver(ctx, d); err != nil || got != (Delivered{Started: true, Again: true}) {
 		t.Fatalf("again after the end: %+v, %v", got, err)
 	}
-	d.Key, d.Input = "shop\x00msg_2", []byte(large)
+	d.Key, d.Input = "shop:msg_2", []byte(large)
 	var ended *EndedError
 	if _, err := h.r.Deliver(ctx, d); !errors.As(err, &ended) {
 		t.Fatalf("a new delivery to an ended run: %v", err)

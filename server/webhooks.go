@@ -249,7 +249,7 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 	if err != nil {
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the input: %v", err)
 	}
-	del := runner.Delivery{Key: name + "\x00" + d.ID, RunID: runID, Input: input, Actor: h.actor}
+	del := runner.Delivery{Key: name + ":" + d.ID, RunID: runID, Input: input, Actor: h.actor}
 	if h.start {
 		wf, werr := s.workflow(h.spec.Workflow, h.spec.Version)
 		if werr != nil {

@@ -111,7 +111,7 @@ func TestWebhooks(t *testing.T) {
 		{"the same delivery again", "shop", shopAs("m-1", large), 200, map[string]any{"run_id": "refund-o1", "started": true, "again": true}, ""},
 		{"another delivery for the same order is its input", "shop", shopAs("m-2", shopEvent("refund.requested", "o1", "r-2", 800)), 202, map[string]any{"run_id": "refund-o1", "started": false, "again": false}, ""},
 		{"an event the webhook does not act on", "shop", shopAs("m-3", shopEvent("refund.cancelled", "o1", "r-1", 900)), 200, map[string]any{"ignored": `the event "refund.cancelled" is not one this webhook acts on`}, ""},
-		{"the first delivery's id with other content", "shop", shopAs("m-1", shopEvent("refund.requested", "o1", "r-1", 901)), 409, nil, "came before with other content"},
+		{"the first delivery's id with other content", "shop", shopAs("m-1", shopEvent("refund.requested", "o1", "r-1", 901)), 409, nil, `delivery \"shop:m-1\" came before with other content`},
 		{"a body without what the input takes", "shop", shopAs("m-4", []byte(`{"type":"refund.requested","data":{"order":"o3","refund_id":"r-3","customer":"bob"}}`)), 422, nil, "/refunds/0/amount: the body has nothing at {/data/amount}"},
 		{"a run id that is not an id", "shop", shopAs("m-5", shopEvent("refund.requested", "o 4", "r-4", 10)), 422, nil, `the run id \"refund-o 4\"`},
 		{"an amount the workflow refuses", "shop", shopAs("m-6", shopEvent("refund.requested", "o5", "r-5", -3)), 422, nil, ""},

@@ -381,29 +381,28 @@ func (s *Scheduler) pass(ctx context.Context) time.Time {
 	now := s.cfg.Clock()
 	wake := now.Add(maxSleep)
 	for i, e := range s.entries {
+		retrying := false
 		for !s.next[i].IsZero() && !s.next[i].After(now) {
 			due := s.next[i]
 			if now.Sub(due) > e.catchUp {
-				s.count(e, "missed")
+				s.count(e, outcomeMissed)
 				s.cfg.Logger.Warn("scheduled run missed", "schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339), "late", now.Sub(due).Round(time.Second).String(), "catch_up", e.catchUp.String())
-			} else if retry := s.fire(ctx, e, due); retry {
-				wake = earlier(wake, now.Add(retryEvery))
+			} else if _, outcome, _ := s.start(ctx, e, due); outcome == outcomeRetry {
+				// The same time again in a while, not at once: the store
+				// that could not be reached is given time to come back.
+				retrying = true
 				break
 			}
 			s.next[i] = e.cron.Next(due)
 		}
-		if !s.next[i].IsZero() {
+		switch {
+		case retrying:
+			wake = earlier(wake, now.Add(retryEvery))
+		case !s.next[i].IsZero():
 			wake = earlier(wake, s.next[i])
 		}
 	}
 	return wake
-}
-
-// fire starts the run of a time due. It reports whether to try again
-// later: the store could not be reached.
-func (s *Scheduler) fire(ctx context.Context, e *entry, due time.Time) (retry bool) {
-	_, outcome, _ := s.start(ctx, e, due)
-	return outcome == outcomeRetry
 }
 
 // Outcomes of a time due.
@@ -411,6 +410,7 @@ const (
 	outcomeStarted = "started"
 	outcomeExisted = "existed"
 	outcomeFailed  = "failed"
+	outcomeMissed  = "missed"
 	outcomeRetry   = "retry" // not counted: the time is tried again
 )
 

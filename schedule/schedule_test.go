@@ -90,8 +90,16 @@ func specs(t *testing.T, text string) []schedule.Spec {
 // run runs a scheduler of text from start to end on a fake clock.
 func run(t *testing.T, text, start, end string, jump time.Duration, st *starter) *prometheus.Registry {
 	t.Helper()
+	var c *clock
+	return runClock(t, text, start, end, jump, st, &c)
+}
+
+// runClock is run, its clock put in *cp before the scheduler starts.
+func runClock(t *testing.T, text, start, end string, jump time.Duration, st *starter, cp **clock) *prometheus.Registry {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &clock{now: utc(start), end: utc(end), jump: jump, cancel: cancel}
+	*cp = c
 	reg := prometheus.NewRegistry()
 	s, err := schedule.New(specs(t, text), schedule.Config{Runner: st, Workflows: workflows, Clock: c.Now, Sleep: c.Sleep, Metrics: reg})
 	if err != nil {
@@ -165,11 +173,14 @@ func TestSchedulerCatchesUp(t *testing.T) {
 func TestSchedulerAnswers(t *testing.T) {
 	text := `{"schedules":[{"name":"h","cron":"@hourly","workflow":"refund-agent","input":{"refunds":[{"id":"x","amount":1,"payee":"p","reason":"r"}]}}]}`
 	tries := 0
+	var at []time.Time
+	var c *clock
 	st := &starter{fail: func(id string) error {
 		switch id {
 		case "h-2026-12-07T13:00:00Z":
 			return store.Errorf(store.CodeExists, "create", id, nil, "exists")
 		case "h-2026-12-07T14:00:00Z":
+			at = append(at, c.now) // read under the starter's lock, while the scheduler waits for it
 			if tries++; tries < 3 {
 				return store.Errorf(store.CodeUnavailable, "create", id, nil, "busy")
 			}
@@ -178,9 +189,13 @@ func TestSchedulerAnswers(t *testing.T) {
 		}
 		return nil
 	}}
-	reg := run(t, text, "2026-12-07 12:30:00", "2026-12-07 16:30:00", 0, st)
+	reg := runClock(t, text, "2026-12-07 12:30:00", "2026-12-07 16:30:00", 0, st, &c)
 	if want := []string{"h-2026-12-07T14:00:00Z", "h-2026-12-07T16:00:00Z"}; !slices.Equal(st.started, want) || tries != 3 {
 		t.Fatalf("started %v after %d tries, want %v", st.started, tries, want)
+	}
+	// A store that cannot be reached is tried again 5 s later, not at once.
+	if len(at) != 3 || at[1].Sub(at[0]) != 5*time.Second || at[2].Sub(at[1]) != 5*time.Second {
+		t.Fatalf("tried at %v", at)
 	}
 	for outcome, n := range map[string]float64{"existed": 1, "failed": 1, "started": 2} {
 		if got := count(reg, "h", outcome); got != n {

@@ -191,12 +191,7 @@ refuses the delivery.`,
 			}
 			defer resp.Body.Close()
 			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			var pretty bytes.Buffer
-			if json.Indent(&pretty, answer, "", "  ") != nil {
-				pretty.Reset()
-				pretty.Write(answer)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", resp.Status, bytes.TrimSpace(pretty.Bytes()))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", resp.Status, prettyJSON(answer))
 			if resp.StatusCode >= 300 {
 				return errChecksFailed
 			}
@@ -213,6 +208,16 @@ refuses the delivery.`,
 	group := &cobra.Command{Use: "webhook", Short: "Check and try the webhooks other systems deliver to (see flrh serve --webhooks)"}
 	group.AddCommand(check, send)
 	rootCmd.AddCommand(group)
+}
+
+// prettyJSON is a server's answer indented, or as it came when it is not
+// JSON.
+func prettyJSON(answer []byte) []byte {
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, answer, "", "  ") != nil {
+		return bytes.TrimSpace(answer)
+	}
+	return bytes.TrimSpace(pretty.Bytes())
 }
 
 // firstSecret is the key of the webhook's first secret: its first

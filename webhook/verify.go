@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -216,9 +217,9 @@ func (v Verifier) standard(h Header, body []byte) (Delivery, error) {
 		if version != "v1" {
 			continue // another version (v1a: asymmetric): not ours to check
 		}
-		b, err := base64.StdEncoding.DecodeString(sig)
+		b, err := signatureBase64.DecodeString(sig)
 		if err != nil {
-			return Delivery{}, refuse(ReasonMalformed, prefix+"Signature", "a v1 signature is base64, and one does not decode")
+			return Delivery{}, refuse(ReasonMalformed, prefix+"Signature", "a v1 signature is canonical base64, and one is not")
 		}
 		offered = append(offered, b)
 	}
@@ -242,9 +243,9 @@ func (v Verifier) shopify(h Header, body []byte) (Delivery, error) {
 	if sig == "" {
 		return Delivery{}, refuse(ReasonMissing, name, "the header is missing")
 	}
-	b, err := base64.StdEncoding.DecodeString(sig)
+	b, err := signatureBase64.DecodeString(sig)
 	if err != nil || len(b) != sha256.Size {
-		return Delivery{}, refuse(ReasonMalformed, name, "the header is the base64 of 32 bytes")
+		return Delivery{}, refuse(ReasonMalformed, name, "the header is the canonical base64 of 32 bytes")
 	}
 	if !v.matches([][]byte{b}, "", body) {
 		return Delivery{}, refuse(ReasonSignature, "", "the signature does not match the body under the hook's secrets")
@@ -306,7 +307,7 @@ func (v Verifier) github(h Header, body []byte) (Delivery, error) {
 		return Delivery{}, refuse(ReasonMissing, "X-Hub-Signature-256", "%s", detail)
 	}
 	hexSig, ok := strings.CutPrefix(sig, "sha256=")
-	b, err := hex.DecodeString(hexSig)
+	b, err := lowerHex(hexSig)
 	if !ok || err != nil || len(b) != sha256.Size {
 		return Delivery{}, refuse(ReasonMalformed, "X-Hub-Signature-256", "the header is sha256= and 64 hex digits")
 	}
@@ -338,7 +339,7 @@ func (v Verifier) stripe(h Header, body []byte) (Delivery, error) {
 			}
 			ts = val
 		case "v1":
-			b, err := hex.DecodeString(val)
+			b, err := lowerHex(val)
 			if err != nil || len(b) != sha256.Size {
 				return Delivery{}, refuse(ReasonMalformed, name, "a v1 signature is 64 hex digits")
 			}
@@ -385,6 +386,21 @@ func (v Verifier) matches(offered [][]byte, prefix string, body []byte) bool {
 		}
 	}
 	return found
+}
+
+// signatureBase64 reads base64 signatures strictly: padding and the
+// spare bits of the last character as the encoder writes them, so that a
+// signature has one spelling and a header with another is not the
+// header that was signed.
+var signatureBase64 = base64.StdEncoding.Strict()
+
+// lowerHex decodes a hex signature written as its senders write it, in
+// lower case: for the same reason, one spelling.
+func lowerHex(s string) ([]byte, error) {
+	if strings.ToLower(s) != s {
+		return nil, errors.New("upper-case hex")
+	}
+	return hex.DecodeString(s)
 }
 
 // unixSeconds reads a time in Unix seconds written as plain decimal

@@ -98,6 +98,8 @@ func TestVerify(t *testing.T) {
 		{"standard, no time", webhook.Standard, nil, with(std, "Webhook-Timestamp"), body, 0, "", "", webhook.ReasonMissing, "Webhook-Timestamp"},
 		{"standard, a time in milliseconds' clothing", webhook.Standard, nil, with(std, "Webhook-Timestamp", "1.8e9"), body, 0, "", "", webhook.ReasonMalformed, "Unix seconds"},
 		{"standard, a signature not base64", webhook.Standard, nil, with(std, "Webhook-Signature", "v1,***"), body, 0, "", "", webhook.ReasonMalformed, "base64"},
+		{"standard, spare bits set in the last character", webhook.Standard, nil, with(std, "Webhook-Signature", stdSig[:len(stdSig)-2]+string(stdSig[len(stdSig)-2]^1)+"="), body, 0, "", "", webhook.ReasonMalformed, "canonical base64"},
+		{"github, upper-case hex", webhook.GitHub, nil, with(gh, "X-Hub-Signature-256", "sha256="+strings.ToUpper(gh["X-Hub-Signature-256"][0][7:])), body, 0, "", "", webhook.ReasonMalformed, "64 hex digits"},
 		{"standard, a signature without a version", webhook.Standard, nil, with(std, "Webhook-Signature", stdSig[3:]), body, 0, "", "", webhook.ReasonMalformed, "version,signature"},
 		{"standard, only another version", webhook.Standard, nil, with(std, "Webhook-Signature", "v1a,"+stdSig[3:]), body, 0, "", "", webhook.ReasonMalformed, "no v1 signature"},
 		{"standard, seventeen signatures", webhook.Standard, nil, with(std, "Webhook-Signature", strings.Repeat(stdSig+" ", 17)), body, 0, "", "", webhook.ReasonMalformed, "at most 16"},

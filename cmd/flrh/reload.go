@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,6 +172,47 @@ func (a *adapterReload) watch(ctx context.Context, every time.Duration, log *slo
 			log.Warn("adapters kept as they were", "bundle", k)
 		}
 	})
+}
+
+// fileReload reads one of flrh serve's files again and puts what it holds
+// in place: on SIGHUP (reload), and when its fingerprint changes (watch).
+// A file that does not load leaves what was in place, and the log says
+// why.
+type fileReload struct {
+	what string // what the file holds ("tokens"): the log's words and its count's key
+	file string
+	// apply reads the file, puts what it holds in place and counts it.
+	apply func() (int, error)
+	// fingerprint digests what the file's loading reads; nil: the file's
+	// bytes alone (fileDigest).
+	fingerprint func() [sha256.Size]byte
+}
+
+func (r fileReload) reload(log *slog.Logger) {
+	n, err := r.apply()
+	if err != nil {
+		log.Warn(r.what+" kept as they were", "file", r.file, "err", err.Error())
+		return
+	}
+	log.Info(r.what+" reloaded", "file", r.file, r.what, n)
+}
+
+func (r fileReload) watch(ctx context.Context, every time.Duration, log *slog.Logger) {
+	fp := r.fingerprint
+	if fp == nil {
+		fp = func() [sha256.Size]byte { return fileDigest(r.file) }
+	}
+	watchChanges(ctx, every, fp, func() { r.reload(log) })
+}
+
+// fileDigest is the digest of a file's bytes (of the error reading it,
+// when it cannot be read).
+func fileDigest(file string) [sha256.Size]byte {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return sha256.Sum256([]byte(err.Error()))
+	}
+	return sha256.Sum256(b)
 }
 
 // watchChanges takes fingerprint now and every interval until ctx is

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -24,33 +21,14 @@ func readSchedules(file string) ([]schedule.Spec, error) {
 
 // scheduleReload reads flrh serve's schedules file again and puts it in
 // place (Scheduler.Replace): on SIGHUP, and when the file changes.
-type scheduleReload struct {
-	file string
-	s    *schedule.Scheduler
-}
-
-func (r scheduleReload) reload(log *slog.Logger) {
-	specs, err := readSchedules(r.file)
-	if err == nil {
-		err = r.s.Replace(specs)
-	}
-	if err != nil {
-		log.Warn("schedules kept as they were", "file", r.file, "err", err.Error())
-		return
-	}
-	log.Info("schedules reloaded", "file", r.file, "schedules", len(specs))
-}
-
-func (r scheduleReload) fingerprint() [sha256.Size]byte {
-	b, err := os.ReadFile(r.file)
-	if err != nil {
-		return sha256.Sum256([]byte(err.Error()))
-	}
-	return sha256.Sum256(b)
-}
-
-func (r scheduleReload) watch(ctx context.Context, every time.Duration, log *slog.Logger) {
-	watchChanges(ctx, every, r.fingerprint, func() { r.reload(log) })
+func scheduleReload(file string, sc *schedule.Scheduler) fileReload {
+	return fileReload{what: "schedules", file: file, apply: func() (int, error) {
+		specs, err := readSchedules(file)
+		if err == nil {
+			err = sc.Replace(specs)
+		}
+		return len(specs), err
+	}}
 }
 
 func init() {

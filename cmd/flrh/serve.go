@@ -441,7 +441,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			chores.Go(func() { hooks.Run(runCtx) })
 		}
 		if *reloadEvery > 0 && tokens != nil {
-			chores.Go(func() { tokenReload{*tokensFile, srv}.watch(runCtx, *reloadEvery, log) })
+			chores.Go(func() { tokenReload(*tokensFile, srv).watch(runCtx, *reloadEvery, log) })
 		}
 		if identity != nil {
 			chores.Go(func() { refreshIdentity(runCtx, srv, log) })
@@ -452,11 +452,11 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if scheduler != nil {
 			chores.Go(func() { scheduler.Run(runCtx) })
 			if *reloadEvery > 0 {
-				chores.Go(func() { scheduleReload{*schedulesFile, scheduler}.watch(runCtx, *reloadEvery, log) })
+				chores.Go(func() { scheduleReload(*schedulesFile, scheduler).watch(runCtx, *reloadEvery, log) })
 			}
 		}
 		if *reloadEvery > 0 && webhooks != nil {
-			chores.Go(func() { webhookReload{*webhooksFile, srv}.watch(runCtx, *reloadEvery, log) })
+			chores.Go(func() { webhookReload(*webhooksFile, srv).watch(runCtx, *reloadEvery, log) })
 		}
 		if *reloadEvery > 0 && hooks != nil && nf.routes != "" {
 			chores.Go(func() { nf.watchRoutes(runCtx, *reloadEvery, hooks, log) })
@@ -482,16 +482,16 @@ shutdown, or lapsed two --prune-every after a crash).`,
 				case <-hup:
 					reloadKeys(log)
 					if tokens != nil {
-						tokenReload{*tokensFile, srv}.reload(log)
+						tokenReload(*tokensFile, srv).reload(log)
 					}
 					if identity != nil {
 						identityReload{*identityFile, srv}.reload(runCtx, log)
 					}
 					if webhooks != nil {
-						webhookReload{*webhooksFile, srv}.reload(log)
+						webhookReload(*webhooksFile, srv).reload(log)
 					}
 					if scheduler != nil {
-						scheduleReload{*schedulesFile, scheduler}.reload(log)
+						scheduleReload(*schedulesFile, scheduler).reload(log)
 					}
 					if hooks != nil && nf.routes != "" {
 						nf.reloadRoutes(hooks, log)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -11,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -341,36 +339,19 @@ func parseLifetime(s string) (time.Duration, error) {
 
 // tokenReload reads flrh serve's token file again and puts it in place
 // (server.SetTokens): on SIGHUP, and when the file changes.
-type tokenReload struct {
-	file string
-	srv  *server.Server
-}
-
-func (t tokenReload) reload(log *slog.Logger) {
-	b, err := os.ReadFile(t.file)
-	if err == nil {
-		var tk *server.Tokens
-		if tk, err = server.ParseTokens(b); err == nil {
-			err = t.srv.SetTokens(tk)
+func tokenReload(file string, srv *server.Server) fileReload {
+	return fileReload{what: "tokens", file: file, apply: func() (int, error) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return 0, err
 		}
+		tk, err := server.ParseTokens(b)
 		if err == nil {
-			log.Info("tokens reloaded", "file", t.file, "tokens", tk.Len())
-			return
+			err = srv.SetTokens(tk)
 		}
-	}
-	log.Warn("tokens kept as they were", "file", t.file, "err", err.Error())
-}
-
-// fingerprint is the digest of the file's bytes (of the error reading
-// it, when it cannot be read).
-func (t tokenReload) fingerprint() [sha256.Size]byte {
-	b, err := os.ReadFile(t.file)
-	if err != nil {
-		return sha256.Sum256([]byte(err.Error()))
-	}
-	return sha256.Sum256(b)
-}
-
-func (t tokenReload) watch(ctx context.Context, every time.Duration, log *slog.Logger) {
-	watchChanges(ctx, every, t.fingerprint, func() { t.reload(log) })
+		if err != nil {
+			return 0, err
+		}
+		return tk.Len(), nil
+	}}
 }

@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,36 +51,35 @@ func loadWebhooks(file string) (*server.Webhooks, error) {
 // the file or a secret file it names changes. A sender rotating its
 // secret is followed without a restart: list the new secret's file
 // beside the old one, then drop the old.
-type webhookReload struct {
-	file string
-	srv  *server.Server
+func webhookReload(file string, srv *server.Server) fileReload {
+	return fileReload{what: "webhooks", file: file,
+		apply: func() (int, error) {
+			w, err := loadWebhooks(file)
+			if err == nil {
+				err = srv.SetWebhooks(w)
+			}
+			if err != nil {
+				return 0, err
+			}
+			return len(w.Names()), nil
+		},
+		fingerprint: func() [sha256.Size]byte { return webhooksDigest(file) },
+	}
 }
 
-func (r webhookReload) reload(log *slog.Logger) {
-	w, err := loadWebhooks(r.file)
-	if err == nil {
-		err = r.srv.SetWebhooks(w)
-	}
-	if err != nil {
-		log.Warn("webhooks kept as they were", "file", r.file, "err", err.Error())
-		return
-	}
-	log.Info("webhooks reloaded", "file", r.file, "webhooks", len(w.Names()))
-}
-
-// fingerprint digests the file and the secret files it names.
-func (r webhookReload) fingerprint() [sha256.Size]byte {
+// webhooksDigest digests a webhooks file and the secret files it names.
+func webhooksDigest(file string) [sha256.Size]byte {
 	h := sha256.New()
-	data, err := os.ReadFile(r.file)
+	data, err := os.ReadFile(file)
 	if err != nil {
 		putFields(h, "error", err.Error())
 	} else {
 		putFields(h, "file", string(data))
-		if specs, err := server.ParseWebhooks(data, yamljson.Named(r.file)); err == nil {
+		if specs, err := server.ParseWebhooks(data, yamljson.Named(file)); err == nil {
 			for _, s := range specs {
 				for _, f := range s.SecretFile {
 					if !filepath.IsAbs(f) {
-						f = filepath.Join(filepath.Dir(r.file), f)
+						f = filepath.Join(filepath.Dir(file), f)
 					}
 					b, err := os.ReadFile(f)
 					putFields(h, "secret", f, string(b), fmt.Sprint(err))
@@ -93,10 +90,6 @@ func (r webhookReload) fingerprint() [sha256.Size]byte {
 	var fp [sha256.Size]byte
 	h.Sum(fp[:0])
 	return fp
-}
-
-func (r webhookReload) watch(ctx context.Context, every time.Duration, log *slog.Logger) {
-	watchChanges(ctx, every, r.fingerprint, func() { r.reload(log) })
 }
 
 func init() {

@@ -96,43 +96,15 @@ type inboundHook struct {
 	actor    string
 }
 
-// LoadWebhooks reads each webhook's secrets (getenv reads a variable;
-// files are read relative to dir) and makes the webhooks ready. A
-// variable unset or empty, a file that cannot be read, or a secret the
-// scheme cannot use is an error naming the webhook and where its secret
-// was looked for, never the secret.
+// LoadWebhooks reads each webhook's secrets (WebhookSecrets: getenv reads
+// a variable, files are read relative to dir) and makes the webhooks
+// ready.
 func LoadWebhooks(specs []WebhookSpec, dir string, getenv func(string) string) (*Webhooks, error) {
 	w := &Webhooks{byName: map[string]*inboundHook{}}
 	for _, spec := range specs {
-		var secrets [][]byte
-		add := func(where, text string) error {
-			key, err := webhook.ParseSecret(spec.Scheme, text)
-			if err != nil {
-				return fmt.Errorf("webhook %s: the secret in %s: %w", spec.Name, where, err)
-			}
-			secrets = append(secrets, key)
-			return nil
-		}
-		for _, name := range spec.SecretEnv {
-			v := getenv(name)
-			if v == "" {
-				return nil, fmt.Errorf("webhook %s: the environment variable %s is unset or empty", spec.Name, name)
-			}
-			if err := add("$"+name, v); err != nil {
-				return nil, err
-			}
-		}
-		for _, file := range spec.SecretFile {
-			if !filepath.IsAbs(file) {
-				file = filepath.Join(dir, file)
-			}
-			b, err := os.ReadFile(file)
-			if err != nil {
-				return nil, fmt.Errorf("webhook %s: %w", spec.Name, err)
-			}
-			if err := add(file, strings.TrimSpace(string(b))); err != nil {
-				return nil, err
-			}
+		secrets, err := WebhookSecrets(spec, dir, getenv)
+		if err != nil {
+			return nil, err
 		}
 		h, err := compileWebhook(spec, secrets)
 		if err != nil {
@@ -145,6 +117,45 @@ func LoadWebhooks(specs []WebhookSpec, dir string, getenv func(string) string) (
 		w.names = append(w.names, spec.Name)
 	}
 	return w, nil
+}
+
+// WebhookSecrets reads a webhook's secrets, its variables' first, then its
+// files' (relative to dir), each as its scheme takes it. A variable unset
+// or empty, a file that cannot be read, or a secret the scheme cannot use
+// is an error naming the webhook and where the secret was looked for,
+// never the secret.
+func WebhookSecrets(spec WebhookSpec, dir string, getenv func(string) string) ([][]byte, error) {
+	var secrets [][]byte
+	add := func(where, text string) error {
+		key, err := webhook.ParseSecret(spec.Scheme, text)
+		if err != nil {
+			return fmt.Errorf("webhook %s: the secret in %s: %w", spec.Name, where, err)
+		}
+		secrets = append(secrets, key)
+		return nil
+	}
+	for _, name := range spec.SecretEnv {
+		v := getenv(name)
+		if v == "" {
+			return nil, fmt.Errorf("webhook %s: the environment variable %s is unset or empty", spec.Name, name)
+		}
+		if err := add("$"+name, v); err != nil {
+			return nil, err
+		}
+	}
+	for _, file := range spec.SecretFile {
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(dir, file)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("webhook %s: %w", spec.Name, err)
+		}
+		if err := add(file, strings.TrimSpace(string(b))); err != nil {
+			return nil, err
+		}
+	}
+	return secrets, nil
 }
 
 // compileWebhook checks spec and makes its webhook, with secrets (nil

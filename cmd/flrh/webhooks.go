@@ -157,11 +157,19 @@ refuses the delivery.`,
 			if spec == nil {
 				return usagef("--webhooks %s has no webhook %s", sendFile, args[0])
 			}
-			// The first secret alone: a sender signs with the one it holds.
-			secret, err := firstSecret(*spec, filepath.Dir(sendFile))
-			if err != nil {
-				return usagef("webhook %s: %v", spec.Name, err)
+			// The first secret alone (its first variable's, or its first
+			// file's): a sender signs with the one it holds.
+			first := *spec
+			if len(first.SecretEnv) > 0 {
+				first.SecretEnv, first.SecretFile = first.SecretEnv[:1], nil
+			} else {
+				first.SecretFile = first.SecretFile[:1]
 			}
+			secrets, err := server.WebhookSecrets(first, filepath.Dir(sendFile), os.Getenv)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			secret := secrets[0]
 			body, err := os.ReadFile(bodyFile)
 			if err != nil {
 				return usagef("--body: %v", err)
@@ -211,26 +219,4 @@ func prettyJSON(answer []byte) []byte {
 		return bytes.TrimSpace(answer)
 	}
 	return bytes.TrimSpace(pretty.Bytes())
-}
-
-// firstSecret is the key of the webhook's first secret: its first
-// variable's, or its first file's when it names no variable.
-func firstSecret(s server.WebhookSpec, dir string) ([]byte, error) {
-	var text string
-	if len(s.SecretEnv) > 0 {
-		if text = os.Getenv(s.SecretEnv[0]); text == "" {
-			return nil, fmt.Errorf("the environment variable %s is unset or empty", s.SecretEnv[0])
-		}
-	} else {
-		f := s.SecretFile[0]
-		if !filepath.IsAbs(f) {
-			f = filepath.Join(dir, f)
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		text = strings.TrimSpace(string(b))
-	}
-	return webhook.ParseSecret(s.Scheme, text)
 }

@@ -23,6 +23,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	// The zone database inside the binary, for a machine (a distroless
+	// container, a fresh CI image) that has none: the system's is used
+	// where there is one.
+	_ "time/tzdata"
 
 	"github.com/prometheus/client_golang/prometheus"
 

@@ -8,13 +8,15 @@
 // run's input of the body is package jsontemplate's; reading the request,
 // finding the secrets and handing the input to a run are the server's.
 //
-// Three signing schemes are understood, each as its senders write it:
+// Seven signing schemes are understood, each as its senders write it:
 //
 //   - Standard Webhooks (standardwebhooks.com; Svix and the providers on
 //     it send the same with svix- headers): webhook-id, webhook-timestamp
-//     and webhook-signature, an HMAC-SHA256 of "id.timestamp.body" under a
-//     base64 secret (whsec_…), base64 signatures, several at once while a
-//     secret rotates.
+//     and webhook-signature over "id.timestamp.body": v1, an HMAC-SHA256
+//     under a base64 secret (whsec_…), or v1a, an Ed25519 signature that
+//     the sender's public key (whpk_…) verifies, so that the receiver
+//     holds nothing that signs. Base64 signatures, several at once while
+//     a key rotates.
 //   - GitHub: X-Hub-Signature-256, the hex HMAC-SHA256 of the body;
 //     X-GitHub-Delivery names the delivery and X-GitHub-Event its event.
 //     GitHub signs no timestamp: a replayed delivery is caught by its id
@@ -22,6 +24,20 @@
 //   - Stripe: Stripe-Signature "t=…,v1=…", the hex HMAC-SHA256 of
 //     "t.body"; the event's id and type are the body's own "id" and
 //     "type".
+//   - Shopify: X-Shopify-Hmac-Sha256, the base64 HMAC-SHA256 of the body;
+//     X-Shopify-Webhook-Id and X-Shopify-Topic.
+//   - GitLab: X-Gitlab-Token, the secret itself (compared as digests);
+//     X-Gitlab-Idempotency-Key (or, from older GitLabs, the event's
+//     uuid) and X-Gitlab-Event.
+//   - Slack: X-Slack-Signature "v0=…", the hex HMAC-SHA256 of
+//     "v0:timestamp:body", and X-Slack-Request-Timestamp. An Events API
+//     event is named by its event_id; a slash command's form and an
+//     interaction's payload by their trigger_id, and a person waits on
+//     the answer (Delivery.Interactive). The url_verification handshake
+//     verifies like any request and gives its challenge to answer.
+//   - Linear: Linear-Signature, the hex HMAC-SHA256 of the body, which
+//     carries the time it was sent (webhookTimestamp, in milliseconds);
+//     Linear-Delivery and Linear-Event.
 //
 // A timestamp outside the verifier's tolerance (five minutes either way
 // unless told otherwise) is refused, like a signature that does not

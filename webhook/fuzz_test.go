@@ -16,11 +16,13 @@ func FuzzVerify(f *testing.F) {
 		}
 	}
 	f.Add("standard", "v1,", "{}")
+	f.Add("slack", "v0=", `{"type":"url_verification","challenge":"c"}`)
+	f.Add("linear", "", `{"webhookTimestamp":1800000000000}`)
 	f.Add("stripe", "t=1800000000,v1=", `{"id":"x","type":"y"}`)
 	f.Fuzz(func(t *testing.T, scheme, sig, b string) {
 		s := webhook.Scheme(scheme)
 		h := webhook.Sign(s, secret, signed, []byte(b))
-		for _, name := range []string{"Webhook-Signature", "X-Hub-Signature-256", "Stripe-Signature", "X-Shopify-Hmac-Sha256", "X-Gitlab-Token"} {
+		for _, name := range signatureHeaders {
 			if _, ok := h[name]; ok {
 				h[name] = []string{sig}
 			}
@@ -30,14 +32,41 @@ func FuzzVerify(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if d.ID == "" || d.Body == nil {
-			t.Fatalf("accepted without an id or a body: %+v", d)
+		if (d.ID == "") == (d.Challenge == "") || d.Body == nil {
+			t.Fatalf("accepted without an id or a challenge, or without a body: %+v", d)
 		}
 		want := webhook.Sign(s, secret, webhook.Delivery{ID: signed.ID, Event: signed.Event, Timestamp: signed.Timestamp}, []byte(b))
-		for _, name := range []string{"X-Hub-Signature-256", "X-Shopify-Hmac-Sha256", "X-Gitlab-Token"} {
+		for _, name := range []string{"X-Hub-Signature-256", "X-Shopify-Hmac-Sha256", "X-Gitlab-Token", "X-Slack-Signature", "Linear-Signature"} {
 			if w, ok := want[name]; ok && w[0] != sig {
 				t.Fatalf("accepted %s %q that is not the body's", name, sig)
 			}
+		}
+	})
+}
+
+// signatureHeaders are the headers that carry each scheme's signature.
+var signatureHeaders = []string{"Webhook-Signature", "X-Hub-Signature-256", "Stripe-Signature", "X-Shopify-Hmac-Sha256", "X-Gitlab-Token", "X-Slack-Signature", "Linear-Signature"}
+
+// FuzzSlackBody: whatever body a Slack request signs, JSON or form,
+// reading it panics nothing, and what is accepted is named by an id or is
+// the handshake.
+func FuzzSlackBody(f *testing.F) {
+	f.Add(`{"type":"event_callback","event_id":"Ev1","event":{"type":"app_mention"}}`, false)
+	f.Add(`{"type":"url_verification","challenge":"c"}`, false)
+	f.Add("command=%2Frefund&text=900&trigger_id=t.1", true)
+	f.Add("payload=%7B%22type%22%3A%22block_actions%22%2C%22trigger_id%22%3A%22t%22%7D", true)
+	v := webhook.Verifier{Scheme: webhook.Slack, Secrets: [][]byte{secret}}
+	f.Fuzz(func(t *testing.T, b string, form bool) {
+		h := webhook.Sign(webhook.Slack, secret, signed, []byte(b))
+		if form {
+			h["Content-Type"] = []string{"application/x-www-form-urlencoded"}
+		}
+		d, err := v.Verify(h, []byte(b), now)
+		if err != nil {
+			return
+		}
+		if (d.ID == "") == (d.Challenge == "") || d.Body == nil || d.Interactive != form || (d.ID != "" && d.Event == "") {
+			t.Fatalf("accepted %q as %+v", b, d)
 		}
 	})
 }

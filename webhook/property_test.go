@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -24,16 +26,32 @@ func TestSignedDeliveriesVerify(t *testing.T) {
 		event := rapid.StringMatching(`[a-z._]{1,20}`).Draw(t, "event")
 		skew := time.Duration(rapid.Int64Range(-300, 300).Draw(t, "skew")) * time.Second
 		fields := rapid.MapOfN(rapid.StringMatching(`[a-z]{1,6}`), rapid.Int64(), 0, 4).Draw(t, "fields")
-		obj := map[string]any{"id": id, "type": event}
+		at := now.Add(skew)
+		// The body carries what each scheme reads from it: Stripe's and
+		// Standard's id and type, Slack's event, Linear's signed time.
+		obj := map[string]any{"id": id, "type": event, "event_id": id, "event": map[string]any{"type": event}, "webhookTimestamp": at.UnixMilli()}
+		if scheme == webhook.Slack {
+			obj["type"] = "event_callback"
+		}
 		for k, v := range fields {
-			if k != "id" && k != "type" {
+			if _, taken := obj[k]; !taken {
 				obj[k] = v
 			}
 		}
 		body, _ := json.Marshal(obj)
-		d := webhook.Delivery{ID: id, Event: event, Timestamp: now.Add(skew).Unix()}
+		d := webhook.Delivery{ID: id, Event: event, Timestamp: at.Unix()}
 		h := webhook.Sign(scheme, key, d, body)
 		v := webhook.Verifier{Scheme: scheme, Secrets: [][]byte{wrong, key}}
+		without := webhook.Verifier{Scheme: scheme, Secrets: [][]byte{wrong}}
+		// Standard Webhooks signed with an Ed25519 key instead (v1a),
+		// verified with its public half.
+		if scheme == webhook.Standard && rapid.Bool().Draw(t, "ed25519") {
+			signer := ed25519.NewKeyFromSeed(seed(key))
+			stranger := ed25519.NewKeyFromSeed(seed(wrong)).Public().(ed25519.PublicKey)
+			h = webhook.SignEd25519(signer, d, body)
+			v = webhook.Verifier{Scheme: scheme, PublicKeys: []ed25519.PublicKey{stranger, signer.Public().(ed25519.PublicKey)}}
+			without = webhook.Verifier{Scheme: scheme, PublicKeys: []ed25519.PublicKey{stranger}}
+		}
 		got, err := v.Verify(h, body, now)
 		if err != nil || got.ID != id || got.Event != event {
 			t.Fatalf("signed delivery: %+v, %v", got, err)
@@ -48,7 +66,7 @@ func TestSignedDeliveriesVerify(t *testing.T) {
 		}
 		// One byte of the signature header changed.
 		name := map[webhook.Scheme]string{webhook.Standard: "Webhook-Signature", webhook.GitHub: "X-Hub-Signature-256", webhook.Stripe: "Stripe-Signature",
-			webhook.Shopify: "X-Shopify-Hmac-Sha256", webhook.GitLab: "X-Gitlab-Token"}[scheme]
+			webhook.Shopify: "X-Shopify-Hmac-Sha256", webhook.GitLab: "X-Gitlab-Token", webhook.Slack: "X-Slack-Signature", webhook.Linear: "Linear-Signature"}[scheme]
 		sig := []byte(h[name][0])
 		j := rapid.IntRange(0, len(sig)-1).Draw(t, "sigAt")
 		sig[j] ^= byte(rapid.IntRange(1, 127).Draw(t, "sigXor"))
@@ -61,7 +79,7 @@ func TestSignedDeliveriesVerify(t *testing.T) {
 			t.Fatalf("a changed signature header verified: %q", sig)
 		}
 		// A verifier without the key.
-		if _, err := (webhook.Verifier{Scheme: scheme, Secrets: [][]byte{wrong}}).Verify(h, body, now); !errors.Is(err, &webhook.Error{Reason: webhook.ReasonSignature}) {
+		if _, err := without.Verify(h, body, now); !errors.Is(err, &webhook.Error{Reason: webhook.ReasonSignature}) {
 			t.Fatalf("another secret: %v", err)
 		}
 		// Past the tolerance (GitHub, Shopify and GitLab sign no time).
@@ -71,4 +89,10 @@ func TestSignedDeliveriesVerify(t *testing.T) {
 			t.Fatalf("judged %s later: %v", late.Sub(now), err)
 		}
 	})
+}
+
+// seed makes an Ed25519 seed of any bytes.
+func seed(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -10,11 +11,12 @@ import (
 
 // Sign writes the header fields a sender of the scheme sends with body:
 // what a delivery signed under secret carries. d gives the id and event
-// the scheme carries in its headers (Standard's id; GitHub's, Shopify's
-// and GitLab's id and event) and the signed timestamp (Standard's and
-// Stripe's); Stripe's id and event are the body's own. A GitLab delivery
-// carries the secret itself. It is how flrh's tests, and an operator
-// trying a hook, make a delivery.
+// the scheme carries in its headers (Standard's id; GitHub's, Shopify's,
+// GitLab's and Linear's id and event) and the signed timestamp
+// (Standard's, Stripe's and Slack's); Stripe's and Slack's id and event
+// are the body's own, as is the time Linear signs (webhookTimestamp, in
+// milliseconds). A GitLab delivery carries the secret itself. It is how
+// flrh's tests, and an operator trying a hook, make a delivery.
 func Sign(s Scheme, secret []byte, d Delivery, body []byte) Header {
 	mac := func(prefix string) []byte {
 		m := hmac.New(sha256.New, secret)
@@ -46,6 +48,23 @@ func Sign(s Scheme, secret []byte, d Delivery, body []byte) Header {
 		}
 	case GitLab:
 		return Header{"X-Gitlab-Token": {string(secret)}, "X-Gitlab-Idempotency-Key": {d.ID}, "X-Gitlab-Event": {d.Event}}
+	case Slack:
+		return Header{"X-Slack-Signature": {"v0=" + hex.EncodeToString(mac("v0:"+ts+":"))}, "X-Slack-Request-Timestamp": {ts}}
+	case Linear:
+		return Header{"Linear-Signature": {hex.EncodeToString(mac(""))}, "Linear-Delivery": {d.ID}, "Linear-Event": {d.Event}}
 	}
 	return Header{}
+}
+
+// SignEd25519 writes the header fields of a Standard Webhooks delivery
+// of body signed with key: a v1a signature, which the key's public half
+// (whpk_…) verifies.
+func SignEd25519(key ed25519.PrivateKey, d Delivery, body []byte) Header {
+	ts := strconv.FormatInt(d.Timestamp, 10)
+	msg := append([]byte(d.ID+"."+ts+"."), body...)
+	return Header{
+		"Webhook-Id":        {d.ID},
+		"Webhook-Timestamp": {ts},
+		"Webhook-Signature": {"v1a," + base64.StdEncoding.EncodeToString(ed25519.Sign(key, msg))},
+	}
 }

@@ -1,10 +1,12 @@
 package webhook
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -28,10 +30,18 @@ const (
 	// GitLab is GitLab's X-Gitlab-Token: the secret itself, not a
 	// signature of the body (which TLS alone protects).
 	GitLab Scheme = "gitlab"
+	// Slack is Slack's X-Slack-Signature (v0), for the Events API, slash
+	// commands and interactions.
+	Slack Scheme = "slack"
+	// Linear is Linear's Linear-Signature, with the time the body signs.
+	Linear Scheme = "linear"
 )
 
 // Schemes lists the schemes Verify understands.
-var Schemes = []Scheme{Standard, GitHub, Stripe, Shopify, GitLab}
+var Schemes = []Scheme{Standard, GitHub, Stripe, Shopify, GitLab, Slack, Linear}
+
+// schemeList names the schemes in a refusal.
+const schemeList = "standard, github, stripe, shopify, gitlab, slack or linear"
 
 // DefaultTolerance is how far a signed timestamp may be from the time a
 // delivery is judged at, either way, when the verifier does not say: the
@@ -91,14 +101,49 @@ func ParseSecret(s Scheme, text string) ([]byte, error) {
 		if key, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(text, "whsec_")); err != nil {
 			return nil, refuse(ReasonSecret, "", "a Standard Webhooks secret is base64 (whsec_ then base64), and this one does not decode")
 		}
-	case GitHub, Stripe, Shopify, GitLab:
+	case GitHub, Stripe, Shopify, GitLab, Slack, Linear:
 	default:
-		return nil, refuse(ReasonSecret, "", "no signing scheme %q (standard, github, stripe, shopify or gitlab)", s)
+		return nil, refuse(ReasonSecret, "", "no signing scheme %q (%s)", s, schemeList)
 	}
 	if len(key) < MinSecretBytes {
 		return nil, refuse(ReasonSecret, "", "a secret of %d bytes is too short: at least %d", len(key), MinSecretBytes)
 	}
 	return key, nil
+}
+
+// ParsePublicKey reads a Standard Webhooks public key, whpk_ and the
+// base64 of an Ed25519 public key: what a sender that signs with v1a
+// signatures hands out, keeping the key that signs to itself.
+func ParsePublicKey(text string) (ed25519.PublicKey, error) {
+	b64, ok := strings.CutPrefix(text, "whpk_")
+	if !ok {
+		return nil, refuse(ReasonSecret, "", "a Standard Webhooks public key is whpk_ then base64")
+	}
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(key) != ed25519.PublicKeySize {
+		return nil, refuse(ReasonSecret, "", "a Standard Webhooks public key is whpk_ then the base64 of %d bytes", ed25519.PublicKeySize)
+	}
+	return ed25519.PublicKey(key), nil
+}
+
+// AddKey reads a key as the scheme's senders hand it out and adds it to
+// the verifier's: a Standard Webhooks public key (whpk_…) to PublicKeys,
+// any other to Secrets (ParseSecret).
+func (v *Verifier) AddKey(text string) error {
+	if v.Scheme == Standard && strings.HasPrefix(text, "whpk_") {
+		key, err := ParsePublicKey(text)
+		if err != nil {
+			return err
+		}
+		v.PublicKeys = append(v.PublicKeys, key)
+		return nil
+	}
+	key, err := ParseSecret(v.Scheme, text)
+	if err != nil {
+		return err
+	}
+	v.Secrets = append(v.Secrets, key)
+	return nil
 }
 
 // Verifier checks deliveries signed with one scheme. The zero Tolerance
@@ -108,6 +153,10 @@ type Verifier struct {
 	// Secrets are the keys a delivery may be signed with: one, or the old
 	// and the new while the sender rotates. Any one verifies.
 	Secrets [][]byte
+	// PublicKeys verify Standard Webhooks' v1a signatures (Ed25519), which
+	// only the sender can make: a receiver holding them cannot sign, so a
+	// leaked key forges nothing. Any one verifies, as any secret does.
+	PublicKeys []ed25519.PublicKey
 	// Tolerance is how far a signed timestamp may be from now, either
 	// way; 0 means DefaultTolerance. GitHub signs none.
 	Tolerance time.Duration
@@ -127,8 +176,17 @@ type Delivery struct {
 	Timestamp int64
 	// Body is the body decoded (jsontemplate.Decode): objects as
 	// map[string]any, arrays as []any, numbers as json.Number, so a
-	// template reads them exactly.
+	// template reads them exactly. A Slack form (a slash command) is an
+	// object of its fields' strings; an interaction, its payload.
 	Body any
+	// Challenge, when not empty, is a sender's handshake rather than an
+	// event: Slack's url_verification, which a receiver answers with the
+	// challenge and acts on no further. ID is then empty.
+	Challenge string
+	// Interactive reports that a person waits on the answer (a Slack
+	// slash command or interaction): the sender shows them what the
+	// receiver answers, so the receiver answers with an empty 200.
+	Interactive bool
 }
 
 // Verify checks that the delivery carries a signature of its body under
@@ -137,8 +195,11 @@ type Delivery struct {
 // the delivery's id and event. The body is read only once its signature
 // holds.
 func (v Verifier) Verify(h Header, body []byte, now time.Time) (Delivery, error) {
-	if len(v.Secrets) == 0 {
+	if len(v.Secrets) == 0 && len(v.PublicKeys) == 0 {
 		return Delivery{}, refuse(ReasonSecret, "", "the verifier holds no secret")
+	}
+	if len(v.PublicKeys) > 0 && v.Scheme != Standard {
+		return Delivery{}, refuse(ReasonSecret, "", "only Standard Webhooks signs with a public key, not %s", v.Scheme)
 	}
 	var d Delivery
 	var err error
@@ -153,39 +214,65 @@ func (v Verifier) Verify(h Header, body []byte, now time.Time) (Delivery, error)
 		d, err = v.shopify(h, body)
 	case GitLab:
 		d, err = v.gitlab(h)
+	case Slack:
+		d, err = v.slack(h, body)
+	case Linear:
+		d, err = v.linear(h, body)
 	default:
-		return Delivery{}, refuse(ReasonSecret, "", "no signing scheme %q (standard, github, stripe, shopify or gitlab)", v.Scheme)
+		return Delivery{}, refuse(ReasonSecret, "", "no signing scheme %q (%s)", v.Scheme, schemeList)
 	}
 	if err != nil {
 		return Delivery{}, err
 	}
 	if v.Scheme.signsTime() {
-		tol := v.Tolerance
-		if tol <= 0 {
-			tol = DefaultTolerance
+		if err := v.within(time.Unix(d.Timestamp, 0), now); err != nil {
+			return Delivery{}, err
 		}
-		at := time.Unix(d.Timestamp, 0)
-		if skew := now.Sub(at); skew > tol || skew < -tol {
-			return Delivery{}, refuse(ReasonStale, "", "signed at %s, %s from now; the tolerance is %s", at.UTC().Format(time.RFC3339), skew.Round(time.Second), tol)
-		}
+	}
+	if v.Scheme == Slack {
+		return slackBody(h, body, d)
 	}
 	if d.Body, err = jsontemplate.Decode(body); err != nil {
 		return Delivery{}, refuse(ReasonMalformed, "", "the body is not JSON: %v", err)
 	}
-	if v.Scheme != Standard && v.Scheme != Stripe {
-		return d, nil
-	}
 	obj, _ := d.Body.(map[string]any)
 	typ, _ := obj["type"].(string)
-	if v.Scheme == Stripe {
+	switch v.Scheme {
+	case Stripe:
 		id, _ := obj["id"].(string)
 		if obj == nil || !validID(id) || typ == "" {
 			return Delivery{}, refuse(ReasonMalformed, "", "a Stripe event is an object with a string \"id\" and \"type\"")
 		}
 		d.ID = id
+		fallthrough
+	case Standard:
+		d.Event = typ
+	case Linear:
+		// Linear signs its time in the body, in milliseconds.
+		ms, ok := obj["webhookTimestamp"].(json.Number)
+		n, err := ms.Int64()
+		if !ok || err != nil || n <= 0 {
+			return Delivery{}, refuse(ReasonMalformed, "", "a Linear event is an object with a webhookTimestamp in Unix milliseconds")
+		}
+		if err := v.within(time.UnixMilli(n), now); err != nil {
+			return Delivery{}, err
+		}
+		d.Timestamp = n / 1000
 	}
-	d.Event = typ
 	return d, nil
+}
+
+// within refuses a delivery signed at a time further from now than the
+// tolerance, either way.
+func (v Verifier) within(at, now time.Time) error {
+	tol := v.Tolerance
+	if tol <= 0 {
+		tol = DefaultTolerance
+	}
+	if skew := now.Sub(at); skew > tol || skew < -tol {
+		return refuse(ReasonStale, "", "signed at %s, %s from now; the tolerance is %s", at.UTC().Format(time.RFC3339), skew.Round(time.Second), tol)
+	}
+	return nil
 }
 
 // standard checks a Standard Webhooks delivery: webhook-* headers, or
@@ -208,33 +295,63 @@ func (v Verifier) standard(h Header, body []byte) (Delivery, error) {
 	if !ok {
 		return Delivery{}, refuse(ReasonMalformed, prefix+"Timestamp", "not a time in Unix seconds")
 	}
-	var offered [][]byte
+	// v1 signatures are checked with the secrets, v1a with the public
+	// keys; a version the verifier holds no key for is passed over, as
+	// are versions the specification may add.
+	var offered, offeredA [][]byte
 	for _, s := range strings.Fields(sigs) {
 		version, sig, ok := strings.Cut(s, ",")
 		if !ok {
 			return Delivery{}, refuse(ReasonMalformed, prefix+"Signature", "a signature is written version,signature")
 		}
-		if version != "v1" {
-			continue // another version (v1a: asymmetric): not ours to check
+		into := map[string]*[][]byte{"v1": &offered, "v1a": &offeredA}[version]
+		if into == nil || (version == "v1" && len(v.Secrets) == 0) || (version == "v1a" && len(v.PublicKeys) == 0) {
+			continue
 		}
 		b, err := signatureBase64.DecodeString(sig)
 		if err != nil {
-			return Delivery{}, refuse(ReasonMalformed, prefix+"Signature", "a v1 signature is canonical base64, and one is not")
+			return Delivery{}, refuse(ReasonMalformed, prefix+"Signature", "a %s signature is canonical base64, and one is not", version)
 		}
-		offered = append(offered, b)
+		*into = append(*into, b)
 	}
-	if err := countOffered(len(offered), prefix+"Signature", "v1"); err != nil {
+	held := "v1"
+	switch {
+	case len(v.Secrets) == 0:
+		held = "v1a"
+	case len(v.PublicKeys) > 0:
+		held = "v1 or v1a"
+	}
+	if err := countOffered(len(offered)+len(offeredA), prefix+"Signature", held); err != nil {
 		return Delivery{}, err
 	}
-	if !v.matches(offered, id+"."+ts+".", body) {
-		return Delivery{}, refuse(ReasonSignature, "", "no v1 signature matches the body under the hook's secrets")
+	signed := id + "." + ts + "."
+	if !v.matches(offered, signed, body) && !v.matchesPublic(offeredA, signed, body) {
+		return Delivery{}, refuse(ReasonSignature, "", "no %s signature matches the body under the hook's keys", held)
 	}
 	return Delivery{ID: id, Timestamp: t}, nil
 }
 
+// matchesPublic reports whether one of the offered signatures is an
+// Ed25519 signature of prefix and body under one of the public keys.
+func (v Verifier) matchesPublic(offered [][]byte, prefix string, body []byte) bool {
+	if len(offered) == 0 {
+		return false
+	}
+	msg := make([]byte, 0, len(prefix)+len(body))
+	msg = append(append(msg, prefix...), body...)
+	for _, key := range v.PublicKeys {
+		for _, sig := range offered {
+			if len(sig) == ed25519.SignatureSize && ed25519.Verify(key, msg, sig) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // signsTime reports whether the scheme signs the time a delivery was
 // sent: the others' replays are caught by their ids alone.
-func (s Scheme) signsTime() bool { return s == Standard || s == Stripe }
+func (s Scheme) signsTime() bool { return s == Standard || s == Stripe || s == Slack }
 
 // shopify checks a Shopify delivery: the base64 HMAC-SHA256 of the body.
 func (v Verifier) shopify(h Header, body []byte) (Delivery, error) {
@@ -306,15 +423,63 @@ func (v Verifier) github(h Header, body []byte) (Delivery, error) {
 		}
 		return Delivery{}, refuse(ReasonMissing, "X-Hub-Signature-256", "%s", detail)
 	}
-	hexSig, ok := strings.CutPrefix(sig, "sha256=")
-	b, err := lowerHex(hexSig)
-	if !ok || err != nil || len(b) != sha256.Size {
-		return Delivery{}, refuse(ReasonMalformed, "X-Hub-Signature-256", "the header is sha256= and 64 hex digits")
-	}
-	if !v.matches([][]byte{b}, "", body) {
-		return Delivery{}, refuse(ReasonSignature, "", "the signature does not match the body under the hook's secrets")
+	if err := v.hexSignature("X-Hub-Signature-256", "sha256=", sig, "", body); err != nil {
+		return Delivery{}, err
 	}
 	return deliveryHeaders(h, "X-GitHub-Delivery", "X-GitHub-Event")
+}
+
+// hexSignature checks a header that is prefix and the lower-case hex
+// HMAC-SHA256 of signed and body.
+func (v Verifier) hexSignature(name, prefix, header, signed string, body []byte) error {
+	hexSig, ok := strings.CutPrefix(header, prefix)
+	b, err := lowerHex(hexSig)
+	if !ok || err != nil || len(b) != sha256.Size {
+		if prefix != "" {
+			return refuse(ReasonMalformed, name, "the header is %s and 64 hex digits", prefix)
+		}
+		return refuse(ReasonMalformed, name, "the header is 64 hex digits")
+	}
+	if !v.matches([][]byte{b}, signed, body) {
+		return refuse(ReasonSignature, "", "the signature does not match the body under the hook's secrets")
+	}
+	return nil
+}
+
+// linear checks a Linear delivery's signature, the hex HMAC-SHA256 of
+// the body; Verify reads the time it signs from the body.
+func (v Verifier) linear(h Header, body []byte) (Delivery, error) {
+	const name = "Linear-Signature"
+	sig := h.Get(name)
+	if sig == "" {
+		return Delivery{}, refuse(ReasonMissing, name, "the header is missing")
+	}
+	if err := v.hexSignature(name, "", sig, "", body); err != nil {
+		return Delivery{}, err
+	}
+	return deliveryHeaders(h, "Linear-Delivery", "Linear-Event")
+}
+
+// slack checks a Slack request's signature: v0= and the hex
+// HMAC-SHA256 of "v0:timestamp:body". Verify reads the rest from the
+// body (slackBody).
+func (v Verifier) slack(h Header, body []byte) (Delivery, error) {
+	const name, tsName = "X-Slack-Signature", "X-Slack-Request-Timestamp"
+	sig, ts := h.Get(name), h.Get(tsName)
+	switch {
+	case sig == "":
+		return Delivery{}, refuse(ReasonMissing, name, "the header is missing")
+	case ts == "":
+		return Delivery{}, refuse(ReasonMissing, tsName, "the header is missing")
+	}
+	t, ok := unixSeconds(ts)
+	if !ok {
+		return Delivery{}, refuse(ReasonMalformed, tsName, "not a time in Unix seconds")
+	}
+	if err := v.hexSignature(name, "v0=", sig, "v0:"+ts+":", body); err != nil {
+		return Delivery{}, err
+	}
+	return Delivery{Timestamp: t}, nil
 }
 
 // stripe checks a Stripe delivery's signature; Verify reads its id and

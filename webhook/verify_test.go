@@ -1,8 +1,11 @@
 package webhook_test
 
 import (
+	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +44,19 @@ func TestPublishedVectors(t *testing.T) {
 	if !errors.Is(err, &webhook.Error{Reason: webhook.ReasonMalformed}) || !strings.Contains(err.Error(), "not JSON") {
 		t.Fatalf("github vector: %v", err)
 	}
+
+	// Slack's documentation's worked example: a slash command's form.
+	sl := webhook.Verifier{Scheme: webhook.Slack, Secrets: [][]byte{[]byte("8f742231b10e8888abcd99yyyzzz85a5")}}
+	d, err = sl.Verify(webhook.Header{
+		"X-Slack-Signature":         {"v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"},
+		"X-Slack-Request-Timestamp": {"1531420618"},
+		"Content-Type":              {"application/x-www-form-urlencoded"},
+	}, []byte("token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"),
+		time.Unix(1531420618, 0).Add(time.Minute))
+	if err != nil || d.ID != "398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c" || d.Event != "/webhook-collect" || !d.Interactive ||
+		d.Body.(map[string]any)["user_name"] != "roadrunner" || d.Body.(map[string]any)["text"] != "" {
+		t.Fatalf("slack vector: %+v, %v", d, err)
+	}
 }
 
 var (
@@ -71,6 +87,24 @@ func TestVerify(t *testing.T) {
 	st := webhook.Sign(webhook.Stripe, secret, signed, body)
 	sh := webhook.Sign(webhook.Shopify, secret, signed, body)
 	gl := webhook.Sign(webhook.GitLab, secret, signed, body)
+	slackEvent := []byte(`{"type":"event_callback","event_id":"Ev1","event":{"type":"app_mention","text":"refund 900"}}`)
+	sl := webhook.Sign(webhook.Slack, secret, signed, slackEvent)
+	slSig := sl["X-Slack-Signature"][0]
+	slackSigned := func(b string) (webhook.Header, []byte) {
+		return webhook.Sign(webhook.Slack, secret, signed, []byte(b)), []byte(b)
+	}
+	linearBody := func(ms int64) []byte {
+		return []byte(`{"action":"create","type":"Issue","data":{"id":"i1"},"webhookTimestamp":` + strconv.FormatInt(ms, 10) + `}`)
+	}
+	linearNow := linearBody(now.UnixMilli())
+	li := webhook.Sign(webhook.Linear, secret, webhook.Delivery{ID: "d-1", Event: "Issue"}, linearNow)
+	linearAt := func(ms int64) (webhook.Header, []byte) {
+		return webhook.Sign(webhook.Linear, secret, webhook.Delivery{ID: "d-1", Event: "Issue"}, linearBody(ms)), linearBody(ms)
+	}
+	stale, staleBody := linearAt(now.UnixMilli() - 300_001)
+	edge, edgeBody := linearAt(now.UnixMilli() + 300_000)
+	noTime, noTimeBody := slackSigned(`{"type":"event_callback","event_id":"Ev1"}`)
+	challenge, challengeBody := slackSigned(`{"type":"url_verification","challenge":"   "}`)
 	stdSig := std["Webhook-Signature"][0]
 	cases := []struct {
 		name    string
@@ -155,6 +189,30 @@ func TestVerify(t *testing.T) {
 		{"gitlab, no id", webhook.GitLab, nil, with(gl, "X-Gitlab-Idempotency-Key"), body, 0, "", "", webhook.ReasonMissing, "X-Gitlab-Event-Uuid"},
 		{"gitlab, a body not JSON", webhook.GitLab, nil, gl, []byte("{"), 0, "", "", webhook.ReasonMalformed, "not JSON"},
 
+		{"slack, an event", webhook.Slack, nil, sl, slackEvent, 0, "Ev1", "app_mention", "", ""},
+		{"slack, the old secret while rotating", webhook.Slack, [][]byte{other, secret}, sl, slackEvent, 0, "Ev1", "app_mention", "", ""},
+		{"slack, another secret", webhook.Slack, [][]byte{other}, sl, slackEvent, 0, "", "", webhook.ReasonSignature, "does not match"},
+		{"slack, the time changed", webhook.Slack, nil, with(sl, "X-Slack-Request-Timestamp", "1800000001"), slackEvent, 0, "", "", webhook.ReasonSignature, ""},
+		{"slack, no v0=", webhook.Slack, nil, with(sl, "X-Slack-Signature", slSig[3:]), slackEvent, 0, "", "", webhook.ReasonMalformed, "v0= and 64 hex digits"},
+		{"slack, a v1 Slack does not send", webhook.Slack, nil, with(sl, "X-Slack-Signature", "v1="+slSig[3:]), slackEvent, 0, "", "", webhook.ReasonMalformed, "v0="},
+		{"slack, no signature", webhook.Slack, nil, with(sl, "X-Slack-Signature"), slackEvent, 0, "", "", webhook.ReasonMissing, "X-Slack-Signature"},
+		{"slack, no time", webhook.Slack, nil, with(sl, "X-Slack-Request-Timestamp"), slackEvent, 0, "", "", webhook.ReasonMissing, "X-Slack-Request-Timestamp"},
+		{"slack, a time not in seconds", webhook.Slack, nil, with(sl, "X-Slack-Request-Timestamp", "-1"), slackEvent, 0, "", "", webhook.ReasonMalformed, "Unix seconds"},
+		{"slack, old", webhook.Slack, nil, webhook.Sign(webhook.Slack, secret, webhook.Delivery{Timestamp: minutes(-6)}, slackEvent), slackEvent, 0, "", "", webhook.ReasonStale, ""},
+		{"slack, an event without its type", webhook.Slack, nil, noTime, noTimeBody, 0, "", "", webhook.ReasonMalformed, "event_callback"},
+		{"slack, a challenge of spaces", webhook.Slack, nil, challenge, challengeBody, 0, "", "", webhook.ReasonMalformed, "challenge"},
+
+		{"linear", webhook.Linear, nil, li, linearNow, 0, "d-1", "Issue", "", ""},
+		{"linear, five minutes ahead to the millisecond", webhook.Linear, nil, edge, edgeBody, 0, "d-1", "Issue", "", ""},
+		{"linear, five minutes and a millisecond old", webhook.Linear, nil, stale, staleBody, 0, "", "", webhook.ReasonStale, "tolerance is 5m0s"},
+		{"linear, the time changed", webhook.Linear, nil, li, linearBody(now.UnixMilli() + 1), 0, "", "", webhook.ReasonSignature, ""},
+		{"linear, another secret", webhook.Linear, [][]byte{other}, li, linearNow, 0, "", "", webhook.ReasonSignature, ""},
+		{"linear, no time in the body", webhook.Linear, nil, webhook.Sign(webhook.Linear, secret, signed, body), body, 0, "", "", webhook.ReasonMalformed, "webhookTimestamp"},
+		{"linear, a time in seconds' clothing", webhook.Linear, nil, webhook.Sign(webhook.Linear, secret, signed, []byte(`{"webhookTimestamp":1.8e12}`)), []byte(`{"webhookTimestamp":1.8e12}`), 0, "", "", webhook.ReasonMalformed, "milliseconds"},
+		{"linear, sha256= before the hex", webhook.Linear, nil, with(li, "Linear-Signature", "sha256="+li["Linear-Signature"][0]), linearNow, 0, "", "", webhook.ReasonMalformed, "64 hex digits"},
+		{"linear, no delivery id", webhook.Linear, nil, with(li, "Linear-Delivery"), linearNow, 0, "", "", webhook.ReasonMissing, "Linear-Delivery"},
+		{"linear, no signature", webhook.Linear, nil, with(li, "Linear-Signature"), linearNow, 0, "", "", webhook.ReasonMissing, "Linear-Signature"},
+
 		{"no secret", webhook.Stripe, [][]byte{}, st, body, 0, "", "", webhook.ReasonSecret, "no secret"},
 		{"no scheme", "svix", nil, st, body, 0, "", "", webhook.ReasonSecret, `"svix"`},
 	}
@@ -216,5 +274,140 @@ func TestParseSecret(t *testing.T) {
 		if err != nil || string(got) != c.want {
 			t.Errorf("%s %q: %q, %v; want %q", c.scheme, c.text, got, err, c.want)
 		}
+	}
+}
+
+// Slack's three kinds of request: the Events API's (and its handshake),
+// a slash command's form, an interaction's payload.
+func TestVerifySlack(t *testing.T) {
+	v := webhook.Verifier{Scheme: webhook.Slack, Secrets: [][]byte{secret}}
+	const form = "application/x-www-form-urlencoded"
+	interaction := url.Values{"payload": {`{"type":"block_actions","trigger_id":"t.2","actions":[{"value":"approve"}]}`}}.Encode()
+	cases := []struct {
+		name        string
+		contentType string
+		body        string
+		id, event   string
+		challenge   string
+		interactive bool
+		words       string // a refusal saying it
+	}{
+		{"the handshake", "application/json", `{"token":"x","challenge":"3eZbrw1aBm2rZgRN","type":"url_verification"}`, "", "", "3eZbrw1aBm2rZgRN", false, ""},
+		{"an event, no content type", "", `{"type":"event_callback","event_id":"Ev9","event":{"type":"message"}}`, "Ev9", "message", "", false, ""},
+		{"a slash command", form + "; charset=utf-8", "command=%2Frefund&text=900+to+acme&trigger_id=t.1", "t.1", "/refund", "", true, ""},
+		{"an interaction", form, interaction, "t.2", "block_actions", "", true, ""},
+		{"a handshake without its challenge", "application/json", `{"type":"url_verification"}`, "", "", "", false, "challenge"},
+		{"an app_rate_limited notice", "application/json", `{"type":"app_rate_limited","minute_rate_limited":1518467820}`, "", "", "", false, "event_callback"},
+		{"a command named twice", form, "command=%2Fa&command=%2Fb&trigger_id=t", "", "", "", false, `"command" 2 times`},
+		{"a form that does not parse", form, "command=%zz&trigger_id=t", "", "", "", false, "not a form"},
+		{"a form field not UTF-8", form, "command=%2Fa&text=%ff&trigger_id=t", "", "", "", false, "not UTF-8"},
+		{"a command without its trigger", form, "command=%2Fa", "", "", "", false, "trigger_id"},
+		{"an interaction's payload not JSON", form, "payload=%7B", "", "", "", false, "payload is not JSON"},
+		{"an interaction without its trigger", form, url.Values{"payload": {`{"type":"view_closed"}`}}.Encode(), "", "", "", false, "trigger_id"},
+		{"a JSON body sent as a form", form, `{"type":"event_callback"}`, "", "", "", false, "trigger_id"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := webhook.Sign(webhook.Slack, secret, signed, []byte(c.body))
+			if c.contentType != "" {
+				h["Content-Type"] = []string{c.contentType}
+			}
+			d, err := v.Verify(h, []byte(c.body), now)
+			if c.words != "" {
+				if !errors.Is(err, &webhook.Error{Reason: webhook.ReasonMalformed}) || !strings.Contains(err.Error(), c.words) || d.Body != nil {
+					t.Fatalf("got %+v, %v; want a refusal saying %q", d, err, c.words)
+				}
+				return
+			}
+			if err != nil || d.ID != c.id || d.Event != c.event || d.Challenge != c.challenge || d.Interactive != c.interactive || d.Body == nil || d.Timestamp != now.Unix() {
+				t.Fatalf("got %+v, %v", d, err)
+			}
+		})
+	}
+}
+
+// Standard Webhooks' v1a: Ed25519 signatures, verified with the sender's
+// public key, beside or instead of v1's secrets.
+func TestVerifyEd25519(t *testing.T) {
+	signer := ed25519.NewKeyFromSeed(seed([]byte("signer")))
+	stranger := ed25519.NewKeyFromSeed(seed([]byte("stranger")))
+	pub := signer.Public().(ed25519.PublicKey)
+	v1a := webhook.SignEd25519(signer, signed, body)
+	v1 := webhook.Sign(webhook.Standard, secret, signed, body)
+	sigA := v1a["Webhook-Signature"][0]
+	both := with(v1a, "Webhook-Signature", v1["Webhook-Signature"][0]+" "+sigA)
+	cases := []struct {
+		name    string
+		secrets [][]byte
+		public  []ed25519.PublicKey
+		h       webhook.Header
+		reason  webhook.Reason
+		words   string
+	}{
+		{"v1a", nil, []ed25519.PublicKey{pub}, v1a, "", ""},
+		{"v1a, the old key while rotating", nil, []ed25519.PublicKey{stranger.Public().(ed25519.PublicKey), pub}, v1a, "", ""},
+		{"v1 and v1a offered, the secret held", [][]byte{secret}, nil, both, "", ""},
+		{"v1 and v1a offered, the key held", nil, []ed25519.PublicKey{pub}, both, "", ""},
+		{"v1a offered, secret and key held", [][]byte{other}, []ed25519.PublicKey{pub}, v1a, "", ""},
+		{"v1a under another key", nil, []ed25519.PublicKey{stranger.Public().(ed25519.PublicKey)}, v1a, webhook.ReasonSignature, "no v1a signature matches"},
+		{"v1a of another id", nil, []ed25519.PublicKey{pub}, with(v1a, "Webhook-Id", "msg_2"), webhook.ReasonSignature, ""},
+		{"v1 offered, only the key held", nil, []ed25519.PublicKey{pub}, v1, webhook.ReasonMalformed, "no v1a signature"},
+		{"v1a offered, only a secret held", [][]byte{secret}, nil, v1a, webhook.ReasonMalformed, "no v1 signature"},
+		{"neither offered", [][]byte{secret}, []ed25519.PublicKey{pub}, with(v1a, "Webhook-Signature", "v2,abc"), webhook.ReasonMalformed, "no v1 or v1a signature"},
+		{"v1a not base64", nil, []ed25519.PublicKey{pub}, with(v1a, "Webhook-Signature", "v1a,***"), webhook.ReasonMalformed, "a v1a signature is canonical base64"},
+		{"v1a too short", nil, []ed25519.PublicKey{pub}, with(v1a, "Webhook-Signature", "v1a,"+base64.StdEncoding.EncodeToString(make([]byte, 32))), webhook.ReasonSignature, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := webhook.Verifier{Scheme: webhook.Standard, Secrets: c.secrets, PublicKeys: c.public}
+			d, err := v.Verify(c.h, body, now)
+			if c.reason == "" {
+				if err != nil || d.ID != "msg_1" {
+					t.Fatalf("got %+v, %v", d, err)
+				}
+				return
+			}
+			if !errors.Is(err, &webhook.Error{Reason: c.reason}) || !strings.Contains(err.Error(), c.words) {
+				t.Fatalf("got %+v, %v; want a %s refusal saying %q", d, err, c.reason, c.words)
+			}
+		})
+	}
+	// Only Standard Webhooks signs with a public key.
+	gh := webhook.Verifier{Scheme: webhook.GitHub, Secrets: [][]byte{secret}, PublicKeys: []ed25519.PublicKey{pub}}
+	if _, err := gh.Verify(webhook.Sign(webhook.GitHub, secret, signed, body), body, now); !errors.Is(err, &webhook.Error{Reason: webhook.ReasonSecret}) {
+		t.Fatalf("github with a public key: %v", err)
+	}
+}
+
+func TestAddKey(t *testing.T) {
+	pub := ed25519.NewKeyFromSeed(seed([]byte("signer"))).Public().(ed25519.PublicKey)
+	whpk := "whpk_" + base64.StdEncoding.EncodeToString(pub)
+	cases := []struct {
+		scheme          webhook.Scheme
+		text            string
+		secrets, public int // how many of each it holds after; -1 refuses
+	}{
+		{webhook.Standard, whpk, 0, 1},
+		{webhook.Standard, "whsec_" + base64.StdEncoding.EncodeToString(secret), 1, 0},
+		{webhook.Standard, "whpk_" + base64.StdEncoding.EncodeToString(pub[:31]), -1, -1},
+		{webhook.Standard, "whpk_***", -1, -1},
+		{webhook.GitHub, whpk, 1, 0}, // GitHub's secrets are any text: this one is a secret to it
+		{webhook.Slack, "short", -1, -1},
+	}
+	for _, c := range cases {
+		v := webhook.Verifier{Scheme: c.scheme}
+		err := v.AddKey(c.text)
+		if c.secrets < 0 {
+			if !errors.Is(err, &webhook.Error{Reason: webhook.ReasonSecret}) || len(v.Secrets)+len(v.PublicKeys) != 0 {
+				t.Errorf("%s %q: %v; want a secret refusal, nothing added", c.scheme, c.text, err)
+			}
+			continue
+		}
+		if err != nil || len(v.Secrets) != c.secrets || len(v.PublicKeys) != c.public {
+			t.Errorf("%s %q: %d secrets, %d public keys, %v", c.scheme, c.text, len(v.Secrets), len(v.PublicKeys), err)
+		}
+	}
+	if got, err := webhook.ParsePublicKey(whpk); err != nil || !got.Equal(pub) {
+		t.Fatalf("ParsePublicKey: %v", err)
 	}
 }

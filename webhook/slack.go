@@ -1,0 +1,88 @@
+package webhook
+
+import (
+	"mime"
+	"net/url"
+	"unicode/utf8"
+
+	"flrh.dev/flrh/jsontemplate"
+)
+
+// Slack sends three kinds of request to one URL, all signed alike:
+//
+//   - the Events API's, a JSON event_callback whose event_id names the
+//     event (the same on every retry) and whose event.type is the event;
+//     its url_verification handshake, answered with its challenge;
+//   - a slash command's, a form (application/x-www-form-urlencoded)
+//     whose trigger_id names the invocation and whose command is the
+//     event;
+//   - an interaction's (a button pressed, a modal submitted), a form
+//     whose one field, payload, is the JSON of the interaction: its
+//     trigger_id names it and its type is the event.
+//
+// A person waits on the answer to the last two, which Slack shows them.
+
+// slackBody reads a verified Slack request's body into d.
+func slackBody(h Header, body []byte, d Delivery) (Delivery, error) {
+	media, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	if media != "application/x-www-form-urlencoded" {
+		doc, err := jsontemplate.Decode(body)
+		if err != nil {
+			return Delivery{}, refuse(ReasonMalformed, "", "the body is not JSON: %v", err)
+		}
+		obj, _ := doc.(map[string]any)
+		typ, _ := obj["type"].(string)
+		if typ == "url_verification" {
+			challenge, _ := obj["challenge"].(string)
+			if !validID(challenge) {
+				return Delivery{}, refuse(ReasonMalformed, "", "a url_verification carries a challenge of 1 to %d visible ASCII characters", maxIDBytes)
+			}
+			d.Body, d.Challenge = doc, challenge
+			return d, nil
+		}
+		id, _ := obj["event_id"].(string)
+		event, _ := obj["event"].(map[string]any)
+		d.Event, _ = event["type"].(string)
+		if typ != "event_callback" || !validID(id) || d.Event == "" {
+			return Delivery{}, refuse(ReasonMalformed, "", "a Slack event is an event_callback with a string \"event_id\" and an \"event\" with a \"type\"")
+		}
+		d.ID, d.Body = id, doc
+		return d, nil
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return Delivery{}, refuse(ReasonMalformed, "", "the body is not a form: %v", err)
+	}
+	fields := make(map[string]any, len(form))
+	for k, vs := range form {
+		if len(vs) != 1 {
+			return Delivery{}, refuse(ReasonMalformed, "", "the form names %q %d times", k, len(vs))
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(vs[0]) {
+			return Delivery{}, refuse(ReasonMalformed, "", "the form's field %q is not UTF-8", k)
+		}
+		fields[k] = vs[0]
+	}
+	d.Interactive = true
+	if payload, ok := fields["payload"].(string); ok && len(fields) == 1 {
+		doc, err := jsontemplate.Decode([]byte(payload))
+		if err != nil {
+			return Delivery{}, refuse(ReasonMalformed, "", "the interaction's payload is not JSON: %v", err)
+		}
+		obj, _ := doc.(map[string]any)
+		id, _ := obj["trigger_id"].(string)
+		d.Event, _ = obj["type"].(string)
+		if !validID(id) || d.Event == "" {
+			return Delivery{}, refuse(ReasonMalformed, "", "a Slack interaction has a string \"trigger_id\" and \"type\"")
+		}
+		d.ID, d.Body = id, doc
+		return d, nil
+	}
+	id, _ := fields["trigger_id"].(string)
+	d.Event, _ = fields["command"].(string)
+	if !validID(id) || d.Event == "" {
+		return Delivery{}, refuse(ReasonMalformed, "", "a Slack slash command has a trigger_id and a command")
+	}
+	d.ID, d.Body = id, fields
+	return d, nil
+}

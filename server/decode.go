@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -61,9 +62,15 @@ const DefaultMaxBody = 1 << 20
 // readBody enforces the content type and the size limit and returns the
 // body's bytes.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Error) {
+	return readBodyOf(w, r, limit, "application/json")
+}
+
+// readBodyOf reads a body of one of the media types, the first being the
+// one a refusal names.
+func readBodyOf(w http.ResponseWriter, r *http.Request, limit int64, media ...string) ([]byte, *Error) {
 	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return nil, apiErr(http.StatusUnsupportedMediaType, TypeUnsupportedMedia, "", "the body must be application/json")
+	if err != nil || !slices.Contains(media, mt) {
+		return nil, apiErr(http.StatusUnsupportedMediaType, TypeUnsupportedMedia, "", "the body must be %s", media[0])
 	}
 	if cs, ok := params["charset"]; ok && !(cs == "utf-8" || cs == "UTF-8") {
 		return nil, apiErr(http.StatusUnsupportedMediaType, TypeUnsupportedMedia, "", "the body must be UTF-8")

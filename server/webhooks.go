@@ -66,7 +66,7 @@ func ParseWebhooks(data []byte, yaml bool) ([]WebhookSpec, error) {
 		return nil, fmt.Errorf("webhooks: %w", err)
 	}
 	for i, spec := range f.Webhooks {
-		if _, err := compileWebhook(spec, nil); err != nil {
+		if _, err := compileWebhook(spec); err != nil {
 			return nil, fmt.Errorf("webhooks: /webhooks/%d (%s): %w", i, spec.Name, err)
 		}
 		if slices.ContainsFunc(f.Webhooks[:i], func(o WebhookSpec) bool { return o.Name == spec.Name }) {
@@ -96,20 +96,20 @@ type inboundHook struct {
 	actor    string
 }
 
-// LoadWebhooks reads each webhook's secrets (WebhookSecrets: getenv reads
-// a variable, files are read relative to dir) and makes the webhooks
-// ready.
+// LoadWebhooks reads each webhook's keys (WebhookKeys: getenv reads a
+// variable, files are read relative to dir) and makes the webhooks ready.
 func LoadWebhooks(specs []WebhookSpec, dir string, getenv func(string) string) (*Webhooks, error) {
 	w := &Webhooks{byName: map[string]*inboundHook{}}
 	for _, spec := range specs {
-		secrets, err := WebhookSecrets(spec, dir, getenv)
+		keys, err := WebhookKeys(spec, dir, getenv)
 		if err != nil {
 			return nil, err
 		}
-		h, err := compileWebhook(spec, secrets)
+		h, err := compileWebhook(spec)
 		if err != nil {
 			return nil, fmt.Errorf("webhook %s: %w", spec.Name, err)
 		}
+		h.verifier = keys
 		if _, dup := w.byName[spec.Name]; dup {
 			return nil, fmt.Errorf("webhook %s: named twice", spec.Name)
 		}
@@ -119,28 +119,27 @@ func LoadWebhooks(specs []WebhookSpec, dir string, getenv func(string) string) (
 	return w, nil
 }
 
-// WebhookSecrets reads a webhook's secrets, its variables' first, then its
-// files' (relative to dir), each as its scheme takes it. A variable unset
-// or empty, a file that cannot be read, or a secret the scheme cannot use
-// is an error naming the webhook and where the secret was looked for,
-// never the secret.
-func WebhookSecrets(spec WebhookSpec, dir string, getenv func(string) string) ([][]byte, error) {
-	var secrets [][]byte
+// WebhookKeys reads a webhook's keys into the verifier its deliveries are
+// checked with: its variables' first, then its files' (relative to dir),
+// each as its scheme takes it (webhook.Verifier.AddKey: a secret, or a
+// Standard Webhooks public key). A variable unset or empty, a file that
+// cannot be read, or a key the scheme cannot use is an error naming the
+// webhook and where the key was looked for, never the key.
+func WebhookKeys(spec WebhookSpec, dir string, getenv func(string) string) (webhook.Verifier, error) {
+	v := webhook.Verifier{Scheme: spec.Scheme, Tolerance: time.Duration(spec.ToleranceSeconds) * time.Second}
 	add := func(where, text string) error {
-		key, err := webhook.ParseSecret(spec.Scheme, text)
-		if err != nil {
+		if err := v.AddKey(text); err != nil {
 			return fmt.Errorf("webhook %s: the secret in %s: %w", spec.Name, where, err)
 		}
-		secrets = append(secrets, key)
 		return nil
 	}
 	for _, name := range spec.SecretEnv {
-		v := getenv(name)
-		if v == "" {
-			return nil, fmt.Errorf("webhook %s: the environment variable %s is unset or empty", spec.Name, name)
+		text := getenv(name)
+		if text == "" {
+			return webhook.Verifier{}, fmt.Errorf("webhook %s: the environment variable %s is unset or empty", spec.Name, name)
 		}
-		if err := add("$"+name, v); err != nil {
-			return nil, err
+		if err := add("$"+name, text); err != nil {
+			return webhook.Verifier{}, err
 		}
 	}
 	for _, file := range spec.SecretFile {
@@ -149,23 +148,21 @@ func WebhookSecrets(spec WebhookSpec, dir string, getenv func(string) string) ([
 		}
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return nil, fmt.Errorf("webhook %s: %w", spec.Name, err)
+			return webhook.Verifier{}, fmt.Errorf("webhook %s: %w", spec.Name, err)
 		}
 		if err := add(file, strings.TrimSpace(string(b))); err != nil {
-			return nil, err
+			return webhook.Verifier{}, err
 		}
 	}
-	return secrets, nil
+	return v, nil
 }
 
-// compileWebhook checks spec and makes its webhook, with secrets (nil
-// while only checking).
-func compileWebhook(spec WebhookSpec, secrets [][]byte) (*inboundHook, error) {
+// compileWebhook checks spec and makes its webhook, holding no key yet.
+func compileWebhook(spec WebhookSpec) (*inboundHook, error) {
 	if len(spec.SecretEnv)+len(spec.SecretFile) == 0 {
 		return nil, errors.New("give the signing secret's secret_env or secret_file")
 	}
-	h := &inboundHook{spec: spec, start: spec.Start == nil || *spec.Start, actor: spec.Actor,
-		verifier: webhook.Verifier{Scheme: spec.Scheme, Secrets: secrets, Tolerance: time.Duration(spec.ToleranceSeconds) * time.Second}}
+	h := &inboundHook{spec: spec, start: spec.Start == nil || *spec.Start, actor: spec.Actor}
 	if h.actor == "" {
 		h.actor = "hook:" + spec.Name
 	}
@@ -227,7 +224,11 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 	}
 	outcome := "refused"
 	defer func() { s.metrics.webhookDeliveries.WithLabelValues(name, outcome).Inc() }()
-	body, aerr := readBody(w, r, s.cfg.MaxBody)
+	media := []string{"application/json"}
+	if h.spec.Scheme == webhook.Slack {
+		media = append(media, "application/x-www-form-urlencoded") // slash commands and interactions
+	}
+	body, aerr := readBodyOf(w, r, s.cfg.MaxBody, media...)
 	if aerr != nil {
 		return aerr
 	}
@@ -240,11 +241,18 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 		s.log.Warn("webhook delivery refused", "request_id", requestID(r), "webhook", name, "err", err.Error())
 		return apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "%s", strings.TrimPrefix(err.Error(), "webhook: "))
 	}
+	if d.Challenge != "" {
+		// Slack's url_verification: the endpoint proves it is the one the
+		// app was given by answering the challenge; it is no event.
+		outcome = "handshake"
+		writeJSON(w, http.StatusOK, map[string]any{"challenge": d.Challenge})
+		return nil
+	}
 	answer := map[string]any{"webhook": name, "delivery": d.ID}
 	if why := h.ignores(d); why != "" {
 		outcome = "ignored"
 		answer["ignored"] = why
-		writeJSON(w, http.StatusOK, answer)
+		writeDeliveryAnswer(w, d, http.StatusOK, answer)
 		return nil
 	}
 	outcome = "failed"
@@ -284,8 +292,21 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 		outcome = "input"
 	}
 	s.log.Info("webhook delivery taken", "request_id", requestID(r), "webhook", name, "delivery", d.ID, "event", d.Event, "run_id", runID, "outcome", outcome)
-	writeJSON(w, status, answer)
+	writeDeliveryAnswer(w, d, status, answer)
 	return nil
+}
+
+// writeDeliveryAnswer answers a delivery taken: with status and answer,
+// or, when a person waits on the answer (a Slack slash command or
+// interaction, whose sender shows them what it is answered), with an
+// empty 200, which shows nothing and closes a submitted modal.
+func writeDeliveryAnswer(w http.ResponseWriter, d webhook.Delivery, status int, answer map[string]any) {
+	if d.Interactive {
+		w.Header().Del("Location")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	writeJSON(w, status, answer)
 }
 
 // ignores says why the webhook does not act on d, or "".

@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,16 +44,22 @@ var (
 
 func webhookFixture(t *testing.T) *fixture {
 	t.Helper()
+	return hooksFixture(t, webhooksText, map[string]string{"SHOP_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(shopSecret),
+		"STRIPE_NEW": string(stripeNew), "STRIPE_OLD": string(stripeOld), "SHOPIFY_SECRET": string(shopifySecret), "GITLAB_TOKEN": string(gitlabToken)})
+}
+
+// hooksFixture serves the webhooks of text, their secrets in env and in
+// tracker.secret beside the file.
+func hooksFixture(t *testing.T, text string, env map[string]string) *fixture {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "tracker.secret"), append(trackerSecret, '\n'), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	specs, err := ParseWebhooks([]byte(webhooksText), false)
+	specs, err := ParseWebhooks([]byte(text), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"SHOP_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(shopSecret), "STRIPE_NEW": string(stripeNew), "STRIPE_OLD": string(stripeOld),
-		"SHOPIFY_SECRET": string(shopifySecret), "GITLAB_TOKEN": string(gitlabToken)}
 	hooks, err := LoadWebhooks(specs, dir, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -180,6 +189,105 @@ func TestWebhooks(t *testing.T) {
 		`flrh_webhook_deliveries_total{outcome="refused",webhook="shop"} 3`,
 		`flrh_webhook_deliveries_total{outcome="input",webhook="tracker"} 1`,
 		`flrh_webhook_deliveries_total{outcome="refused",webhook="stripe"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// Slack's requests (its handshake, events, slash commands), Linear's
+// events, and Standard Webhooks signed with an Ed25519 key the server
+// holds only the public half of.
+func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
+	signer := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	f := hooksFixture(t, `{"webhooks": [
+ {"name": "chat", "scheme": "slack", "secret_env": "SLACK_SECRET", "workflow": "refund-agent", "events": ["/refund-small", "app_mention"],
+  "run_id": "chat-{$delivery}", "input": {"refunds": [{"id": "r-{$delivery}", "amount": 15, "payee": "{/user_name}", "reason": "{$event}"}]}},
+ {"name": "mentions", "scheme": "slack", "secret_env": "SLACK_SECRET", "workflow": "refund-agent",
+  "input": {"refunds": [{"id": "r-{$delivery}", "amount": 12, "payee": "{/event/user}", "reason": "{/event/text}"}]}},
+ {"name": "issues", "scheme": "linear", "secret_env": "LINEAR_SECRET", "workflow": "refund-agent", "events": ["Issue"], "when": {"/action": "create"},
+  "input": {"refunds": [{"id": "{/data/identifier}", "amount": "{/data/estimate}", "payee": "gus", "reason": "{/data/title}"}]}},
+ {"name": "signed", "scheme": "standard", "secret_env": "SENDER_PUBLIC_KEY", "workflow": "refund-agent",
+  "input": {"refunds": [{"id": "{/id}", "amount": "{/amount}", "payee": "hal", "reason": "{$event}"}]}}
+]}`, map[string]string{"SLACK_SECRET": "8f742231b10e8888abcd99yyyzzz85a5", "LINEAR_SECRET": "lin_wh_0123456789abcdef",
+		"SENDER_PUBLIC_KEY": "whpk_" + base64.StdEncoding.EncodeToString(signer.Public().(ed25519.PublicKey))})
+	now := time.Now()
+	slack := func(body, contentType string, secret string) (webhook.Header, []byte) {
+		h := webhook.Sign(webhook.Slack, []byte(secret), webhook.Delivery{Timestamp: now.Unix()}, []byte(body))
+		h["Content-Type"] = []string{contentType}
+		return h, []byte(body)
+	}
+	const slackSecret, form = "8f742231b10e8888abcd99yyyzzz85a5", "application/x-www-form-urlencoded"
+	command := "token=x&team_id=T1&user_name=roadrunner&command=%2Frefund-small&text=&trigger_id=398.474.803a"
+	linear := func(id, action string, at time.Time) (webhook.Header, []byte) {
+		b := []byte(`{"action":"` + action + `","type":"Issue","data":{"identifier":"ENG-7","estimate":40,"title":"refund the broken kettle"},"webhookTimestamp":` + strconv.FormatInt(at.UnixMilli(), 10) + `}`)
+		return webhook.Sign(webhook.Linear, []byte("lin_wh_0123456789abcdef"), webhook.Delivery{ID: id, Event: "Issue"}, b), b
+	}
+	signed := []byte(`{"type":"refund.requested","id":"r-ed1","amount":35}`)
+	steps := []struct {
+		name   string
+		hook   string
+		h      webhook.Header
+		body   []byte
+		status int
+		answer string // the whole answer, or, between …, a part of it
+	}{
+		{"slack's handshake is answered with its challenge", "chat", nil, nil, 200, `{"challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}`},
+		{"a handshake under another secret", "chat", nil, nil, 401, `…the signature does not match`},
+		{"a slash command starts a run, answered with nothing", "chat", nil, nil, 200, ``},
+		{"the same command delivered again: nothing", "chat", nil, nil, 200, ``},
+		{"a command the hook does not act on: nothing", "chat", nil, nil, 200, ``},
+		{"a mention starts a run", "mentions", nil, nil, 201, `…"run_id":"mentions-Ev42"…`},
+		{"a form where only JSON is sent", "issues", nil, nil, 415, `…application/json…`},
+		{"a Linear issue created", "issues", nil, nil, 201, `…"run_id":"issues-lin-1"…`},
+		{"a Linear issue updated", "issues", nil, nil, 200, `…"ignored":"the body does not hold the webhook's value at /action"…`},
+		{"a Linear delivery sent six minutes ago", "issues", nil, nil, 401, `…tolerance is 5m0s…`},
+		{"v1a under the sender's key", "signed", webhook.SignEd25519(signer, webhook.Delivery{ID: "ed-1", Timestamp: now.Unix()}, signed), signed, 201, `…"run_id":"signed-ed-1"…`},
+		{"v1 under a secret the server does not hold", "signed", webhook.Sign(webhook.Standard, []byte("0123456789abcdef"), webhook.Delivery{ID: "ed-2", Timestamp: now.Unix()}, signed), signed, 401, `…offers no v1a signature…`},
+	}
+	steps[0].h, steps[0].body = slack(`{"token":"x","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`, "application/json", slackSecret)
+	steps[1].h, steps[1].body = slack(`{"token":"x","challenge":"c","type":"url_verification"}`, "application/json", "another-slack-secret-0123")
+	steps[2].h, steps[2].body = slack(command, form+"; charset=utf-8", slackSecret)
+	steps[3].h, steps[3].body = slack(command, form, slackSecret)
+	steps[4].h, steps[4].body = slack("command=%2Fdeploy&user_name=roadrunner&trigger_id=399.1", form, slackSecret)
+	steps[5].h, steps[5].body = slack(`{"type":"event_callback","event_id":"Ev42","event":{"type":"app_mention","user":"U2","text":"refund please"}}`, "application/json", slackSecret)
+	steps[6].h, steps[6].body = slack(command, form, slackSecret)
+	steps[7].h, steps[7].body = linear("lin-1", "create", now)
+	steps[8].h, steps[8].body = linear("lin-2", "update", now)
+	steps[9].h, steps[9].body = linear("lin-3", "create", now.Add(-6*time.Minute))
+	for _, s := range steps {
+		a := f.deliver(s.hook, s.h, s.body)
+		got := strings.TrimSpace(string(a.body))
+		want := strings.Trim(s.answer, "…")
+		part := want != s.answer
+		if a.status != s.status || (part && !strings.Contains(got, want)) || (!part && got != want) {
+			t.Fatalf("%s: %d %s; want %d %s", s.name, a.status, got, s.status, s.answer)
+		}
+	}
+
+	ctx := context.Background()
+	runs, _ := f.store.Runs(ctx, "", 100)
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	slices.Sort(ids)
+	if want := []string{"chat-398.474.803a", "issues-lin-1", "mentions-Ev42", "signed-ed-1"}; !slices.Equal(ids, want) {
+		t.Fatalf("runs %v, want %v", ids, want)
+	}
+	in, err := f.store.Inbox(ctx, "chat-398.474.803a", false)
+	if err != nil || len(in) != 1 || !strings.Contains(string(in[0].Body), `"payee":"roadrunner","reason":"/refund-small"`) {
+		t.Fatalf("the command's run's input: %+v, %v", in, err)
+	}
+	metrics := string(f.get("/metrics", tokOperator).body)
+	for _, want := range []string{
+		`flrh_webhook_deliveries_total{outcome="handshake",webhook="chat"} 1`,
+		`flrh_webhook_deliveries_total{outcome="started",webhook="chat"} 1`,
+		`flrh_webhook_deliveries_total{outcome="again",webhook="chat"} 1`,
+		`flrh_webhook_deliveries_total{outcome="ignored",webhook="chat"} 1`,
+		`flrh_webhook_deliveries_total{outcome="refused",webhook="chat"} 1`,
+		`flrh_webhook_deliveries_total{outcome="refused",webhook="issues"} 2`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -121,8 +122,13 @@ when the file is wrong or a secret is missing or unusable.`,
 				if s.Start != nil && !*s.Start {
 					start = "only when it exists"
 				}
-				fmt.Fprintf(w, "webhook %s: %s, %d secrets; events %s; to run %s of %s, %s\n", s.Name, s.Scheme,
-					len(s.SecretEnv)+len(s.SecretFile), events, cmp.Or(s.RunID, "{$hook}-{$delivery}"), s.Workflow, start)
+				v, _ := server.WebhookKeys(s, filepath.Dir(file), os.Getenv) // read without error above
+				keys := fmt.Sprintf("%d secrets", len(v.Secrets))
+				if len(v.PublicKeys) > 0 {
+					keys += fmt.Sprintf(", %d public keys", len(v.PublicKeys))
+				}
+				fmt.Fprintf(w, "webhook %s: %s, %s; events %s; to run %s of %s, %s\n", s.Name, s.Scheme,
+					keys, events, cmp.Or(s.RunID, "{$hook}-{$delivery}"), s.Workflow, start)
 			}
 			fmt.Fprintf(w, "flrh webhook check: %d webhooks, their secrets read\n", len(specs))
 			return nil
@@ -133,12 +139,13 @@ when the file is wrong or a secret is missing or unusable.`,
 	var sendFile, url, bodyFile, id, event string
 	send := &cobra.Command{Use: "send NAME",
 		Short: "Sign a delivery as the webhook's sender would and post it to a server",
-		Long: `send signs the body with the webhook's first secret, in its scheme (a
-Standard Webhooks, GitHub or Stripe signature, timestamped now), posts it to
-URL/v1/hooks/NAME and prints the answer: a way to try a webhook, its
-templates and the run it makes before its sender is pointed at flrh. The id
-is the delivery's (a Stripe event's is its body's own "id"); sending one
-again shows that a delivery is taken once. Exit status 1 when the server
+		Long: `send signs the body with the webhook's first secret, in its scheme
+(timestamped now; a Linear body's webhookTimestamp is set to now), posts it
+to URL/v1/hooks/NAME as JSON and prints the answer: a way to try a webhook,
+its templates and the run it makes before its sender is pointed at flrh.
+The id is the delivery's (a Stripe or Slack event's is its body's own);
+sending one again shows that a delivery is taken once. A webhook holding
+its sender's public key (whpk_) cannot sign. Exit status 1 when the server
 refuses the delivery.`,
 		Example: `  flrh webhook send shop --webhooks webhooks.yaml --body refund.json --url http://127.0.0.1:7700
   flrh webhook send tracker --webhooks webhooks.yaml --body issue.json --event issues --id 7c1e`,
@@ -165,14 +172,24 @@ refuses the delivery.`,
 			} else {
 				first.SecretFile = first.SecretFile[:1]
 			}
-			secrets, err := server.WebhookSecrets(first, filepath.Dir(sendFile), os.Getenv)
+			keys, err := server.WebhookKeys(first, filepath.Dir(sendFile), os.Getenv)
 			if err != nil {
 				return usagef("%v", err)
 			}
-			secret := secrets[0]
+			if len(keys.Secrets) == 0 {
+				return usagef("webhook %s holds its sender's public key (whpk_), which verifies and cannot sign", spec.Name)
+			}
+			secret := keys.Secrets[0]
 			body, err := os.ReadFile(bodyFile)
 			if err != nil {
 				return usagef("--body: %v", err)
+			}
+			if spec.Scheme == webhook.Linear {
+				// Linear signs the time it sends in the body: a body kept in
+				// a file is sent as of now, as Linear would send it.
+				if body, err = stampLinear(body, time.Now()); err != nil {
+					return usagef("--body: %v", err)
+				}
 			}
 			if id == "" {
 				id = "try-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -202,7 +219,7 @@ refuses the delivery.`,
 	send.Flags().StringVar(&url, "url", "http://127.0.0.1:7700", "the server's address")
 	send.Flags().StringVar(&bodyFile, "body", "", "a file holding the body to deliver (JSON)")
 	send.Flags().StringVar(&id, "id", "", "the delivery's id (default one made of the time); a Stripe event's is its body's")
-	send.Flags().StringVar(&event, "event", "", "the event, for a GitHub webhook's X-GitHub-Event")
+	send.Flags().StringVar(&event, "event", "", "the event, for the schemes that carry it in a header (GitHub, Shopify, GitLab, Linear)")
 	send.MarkFlagRequired("webhooks")
 	send.MarkFlagRequired("body")
 
@@ -219,4 +236,15 @@ func prettyJSON(answer []byte) []byte {
 		return bytes.TrimSpace(answer)
 	}
 	return bytes.TrimSpace(pretty.Bytes())
+}
+
+// stampLinear sets a Linear event's webhookTimestamp, the time it is
+// sent in Unix milliseconds, to now.
+func stampLinear(body []byte, now time.Time) ([]byte, error) {
+	var event map[string]json.RawMessage
+	if err := json.Unmarshal(body, &event); err != nil || event == nil {
+		return nil, errors.New("a Linear event is a JSON object")
+	}
+	event["webhookTimestamp"] = json.RawMessage(strconv.FormatInt(now.UnixMilli(), 10))
+	return json.Marshal(event)
 }

@@ -33,6 +33,15 @@ const webhooksYAML = `webhooks:
     secret_file: tracker.secret
     workflow: refund-agent
     input: {refunds: [{id: "{/issue/refund}", amount: "{/issue/amount}", payee: "{/issue/payee}", reason: "issue {/issue/number}"}]}
+  - name: issues
+    scheme: linear
+    secret_env: LINEAR_SECRET
+    workflow: refund-agent
+    input: {refunds: [{id: "{/data/identifier}", amount: "{/data/estimate}", payee: gus, reason: "{$event}"}]}
+  - name: signed
+    scheme: standard
+    secret_env: SENDER_PUBLIC_KEY
+    workflow: refund-agent
 `
 
 // Signed deliveries to a real serve process: flrh webhook check and send,
@@ -59,7 +68,8 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 	}
 	writeFile("webhooks.yaml", webhooksYAML)
 	writeFile("tracker.secret", "tracker-secret-one-0123456789\n")
-	env := []string{"SHOP_SECRET=" + shopSecret}
+	env := []string{"SHOP_SECRET=" + shopSecret, "LINEAR_SECRET=lin_wh_0123456789abcdef",
+		"SENDER_PUBLIC_KEY=whpk_" + base64.StdEncoding.EncodeToString(make([]byte, 32))}
 	cli := func(extraEnv []string, args ...string) (string, int) {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
@@ -76,7 +86,8 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 
 	out, code := cli(env, "webhook", "check", "--webhooks", file)
 	if code != 0 || !strings.Contains(out, "webhook shop: standard, 1 secrets; events refund.requested; to run order-{/data/order} of refund-agent") ||
-		!strings.Contains(out, "webhook tracker: github, 1 secrets; events all; to run {$hook}-{$delivery}") {
+		!strings.Contains(out, "webhook tracker: github, 1 secrets; events all; to run {$hook}-{$delivery}") ||
+		!strings.Contains(out, "webhook signed: standard, 0 secrets, 1 public keys;") {
 		t.Fatalf("check: %d\n%s", code, out)
 	}
 	if out, code := cli(nil, "webhook", "check", "--webhooks", file); code != 2 || !strings.Contains(out, "SHOP_SECRET is unset or empty") || strings.Contains(out, shopSecret) {
@@ -109,6 +120,15 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 	}
 	if out, code := send(p, "m-1x", refund("o1", "r-9", 10)); code != 1 || !strings.HasPrefix(out, "409") || !strings.Contains(out, "ended") {
 		t.Fatalf("a new delivery to the ended run: %d\n%s", code, out)
+	}
+	// A Linear event kept in a file is sent as of now, as Linear stamps
+	// it; a hook holding its sender's public key cannot sign.
+	issueFile := writeFile("issue.json", `{"action":"create","type":"Issue","data":{"identifier":"ENG-7","estimate":30},"webhookTimestamp":1000}`)
+	if out, code := cli(env, "webhook", "send", "issues", "--webhooks", file, "--body", issueFile, "--id", "lin-1", "--event", "Issue", "--url", p.base); code != 0 || !strings.HasPrefix(out, "201 Created") || !strings.Contains(out, `"run_id": "issues-lin-1"`) {
+		t.Fatalf("send to linear: %d\n%s", code, out)
+	}
+	if out, code := cli(env, "webhook", "send", "signed", "--webhooks", file, "--body", issueFile, "--url", p.base); code != 2 || !strings.Contains(out, "verifies and cannot sign") {
+		t.Fatalf("send to a hook holding a public key: %d\n%s", code, out)
 	}
 
 	// Killed at a random moment within 2.5 ms of a delivery (before its

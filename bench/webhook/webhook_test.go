@@ -1,6 +1,6 @@
 // Package webhook sets flrh's webhook verification (package webhook)
-// beside the senders' own libraries: Standard Webhooks' Go library and
-// stripe-go's webhook package. A differential test over deliveries drawn
+// beside the senders' own libraries: Standard Webhooks' Go library,
+// stripe-go's webhook package and slack-go's request verifier. A differential test over deliveries drawn
 // at random (signed right or bent, early, late) checks that flrh reaches
 // the same verdict, or the stricter one where it means to; benchmarks
 // measure one verification each, side by side.
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
 
@@ -26,6 +27,7 @@ var (
 	stdKey    = []byte("0123456789abcdef0123456789abcdef")
 	stdSecret = "whsec_" + base64.StdEncoding.EncodeToString(stdKey)
 	stripeKey = "whsec_test_secret_0123456789abcdef"
+	slackKey  = "8f742231b10e8888abcd99yyyzzz85a5"
 )
 
 // draw makes a delivery at random: a JSON body, an id, a signing time
@@ -128,6 +130,92 @@ func TestAgreesWithStripe(t *testing.T) {
 	if accepted < 300 || stricter == 0 {
 		t.Fatalf("%d accepted, %d stricter: the draw does not exercise both", accepted, stricter)
 	}
+}
+
+// slackEvent makes an Events API event of a drawn body.
+func slackEvent(body []byte, id string) []byte {
+	var fields map[string]any
+	json.Unmarshal(body, &fields)
+	fields["type"], fields["event_id"], fields["event"] = "event_callback", id, map[string]any{"type": "app_mention"}
+	b, _ := json.Marshal(fields)
+	return b
+}
+
+// slackGo verifies as slack-go's documentation says a receiver should.
+func slackGo(h webhook.Header, body []byte) error {
+	sv, err := slack.NewSecretsVerifier(http.Header(h), slackKey)
+	if err != nil {
+		return err
+	}
+	sv.Write(body)
+	return sv.Ensure()
+}
+
+func TestAgreesWithSlackGo(t *testing.T) {
+	flrh := webhook.Verifier{Scheme: webhook.Slack, Secrets: [][]byte{[]byte(slackKey)}}
+	r := rand.New(rand.NewPCG(5, 6))
+	accepted := 0
+	for i := range 3000 {
+		now := time.Now()
+		body, id, at, bend := draw(r, now)
+		body = slackEvent(body, id)
+		d := webhook.Delivery{Timestamp: at.Unix()}
+		h, body := bent(webhook.Sign(webhook.Slack, []byte(slackKey), d, body), "X-Slack-Signature", body, bend, r, func() webhook.Header {
+			return webhook.Sign(webhook.Slack, []byte("another-slack-secret-0123456789"), d, body)
+		})
+		got, ferr := flrh.Verify(h, body, now)
+		lerr := slackGo(h, body)
+		if (ferr == nil) != (lerr == nil) {
+			t.Fatalf("delivery %d (bend %d, signed %s from now): flrh %v, slack-go %v", i, bend, at.Sub(now).Round(time.Second), ferr, lerr)
+		}
+		if ferr == nil {
+			if got.ID != id {
+				t.Fatalf("delivery %d: id %q, want %q", i, got.ID, id)
+			}
+			accepted++
+		}
+	}
+	t.Logf("3000 deliveries, %d accepted by both", accepted)
+	if accepted < 300 {
+		t.Fatalf("only %d accepted: the draw does not exercise acceptance", accepted)
+	}
+}
+
+func BenchmarkVerifySlack(b *testing.B) {
+	now := time.Now()
+	body := slackEvent(benchBody, "Ev1")
+	h := webhook.Sign(webhook.Slack, []byte(slackKey), webhook.Delivery{Timestamp: now.Unix()}, body)
+	b.Run("flrh", func(b *testing.B) {
+		v := webhook.Verifier{Scheme: webhook.Slack, Secrets: [][]byte{[]byte(slackKey)}}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Verify(h, body, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("slack-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := slackGo(h, body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// slack-go's receivers read the event next (slackevents.ParseEvent,
+	// json.Unmarshal underneath), as flrh's Verify does.
+	b.Run("slack-go+decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := slackGo(h, body); err != nil {
+				b.Fatal(err)
+			}
+			var v any
+			if err := json.Unmarshal(body, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // The body of a typical event, about 2 KB.

@@ -945,6 +945,23 @@ ALTER TABLE limit_queue ADD COLUMN IF NOT EXISTS bound integer NOT NULL DEFAULT 
 ALTER TABLE limit_rates ADD COLUMN IF NOT EXISTS per_second integer NOT NULL DEFAULT 0;
 ALTER TABLE limit_rates ADD COLUMN IF NOT EXISTS bound_until bigint NOT NULL DEFAULT 0;
 `},
+	// 32: webhook deliveries whose signature held but which could not be
+	// taken, kept for an operator to take again or drop
+	// (store.DeliveryParking).
+	{"parked webhook deliveries", `
+CREATE TABLE IF NOT EXISTS parked_deliveries (
+	key text PRIMARY KEY,
+	hook text NOT NULL,
+	event text NOT NULL,
+	body bytea NOT NULL,
+	status integer NOT NULL,
+	reason text NOT NULL,
+	first_at bigint NOT NULL,
+	last_at bigint NOT NULL,
+	times integer NOT NULL
+);
+CREATE INDEX IF NOT EXISTS parked_deliveries_by_hook ON parked_deliveries (hook, last_at DESC, key DESC);
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

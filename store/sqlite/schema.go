@@ -607,6 +607,24 @@ ALTER TABLE limit_queue ADD COLUMN bound INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE limit_rates ADD COLUMN per_second INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE limit_rates ADD COLUMN bound_until INTEGER NOT NULL DEFAULT 0;
 `,
+	// 24: webhook deliveries whose signature held but which could not be
+	// taken, kept for an operator to take again or drop
+	// (store.DeliveryParking); the most recently refused of each hook
+	// are listed first.
+	`
+CREATE TABLE parked_deliveries (
+	key TEXT PRIMARY KEY,
+	hook TEXT NOT NULL,
+	event TEXT NOT NULL,
+	body BLOB NOT NULL,
+	status INTEGER NOT NULL,
+	reason TEXT NOT NULL,
+	first_at INTEGER NOT NULL,
+	last_at INTEGER NOT NULL,
+	times INTEGER NOT NULL
+) STRICT;
+CREATE INDEX parked_deliveries_by_hook ON parked_deliveries (hook, last_at DESC, key DESC);
+`,
 }
 
 // Migrations that change no table.

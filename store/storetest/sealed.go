@@ -105,6 +105,31 @@ func RunSealed(t *testing.T, open SealedOpener) {
 			}
 		}
 	})
+	t.Run("ParkedDeliveries", func(t *testing.T) {
+		s, _ := open(t, keyring(t, key1))
+		p, ok := store.DeliveryParkingOf(s)
+		if !ok {
+			t.Skip("the store parks no deliveries")
+		}
+		body := []byte(`{"customer":"` + marker + `"}`)
+		must(t, p.ParkDelivery(ctx, store.ParkedDelivery{Key: "shop:m-1", Hook: "shop", Body: body, Status: 422}, 10))
+		if d, err := p.ParkedDelivery(ctx, "shop:m-1"); err != nil || !bytes.Equal(d.Body, body) {
+			t.Fatalf("read with its key: %q, %v", d.Body, err)
+		}
+		s.Close()
+		// Without the key, or with another, the body is refused: it is
+		// stored sealed, and bound to its delivery.
+		for _, sealer := range []store.Sealer{nil, keyring(t, key2)} {
+			s, _ = open(t, sealer)
+			p, _ = store.DeliveryParkingOf(s)
+			_, err := p.ParkedDelivery(ctx, "shop:m-1")
+			mustCode(t, err, store.CodeSealed)
+			if _, err := p.ParkedDeliveries(ctx, "shop", 10); store.CodeOf(err) != store.CodeSealed {
+				t.Fatalf("listed without the key: %v", err)
+			}
+			s.Close()
+		}
+	})
 	t.Run("NoKeyOrWrongKey", func(t *testing.T) {
 		s, _ := open(t, keyring(t, key1))
 		sealedRun(t, s, marker)

@@ -85,6 +85,7 @@ func Run(t *testing.T, open Opener) {
 		{"NoticeReleaseWakes", testNoticeReleaseWakes},
 		{"TellRun", testTellRun},
 		{"SharedLimits", testSharedLimits},
+		{"DeliveryParking", testDeliveryParking},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,6 +41,7 @@ const (
 	permChoose    permission = "choose"    // operator, approver: choose among the options H offered
 	permSteer     permission = "steer"     // operator, approver: a person's MRP transition (pause, resume, …)
 	permSchedule  permission = "schedule"  // operator: trigger or backfill a schedule
+	permHooks     permission = "hooks"     // operator: see, take again or drop parked webhook deliveries
 )
 
 // grants says which permissions each role carries. Nothing grants an agent
@@ -48,7 +49,7 @@ const (
 var grants = map[string][]permission{
 	RoleViewer:     {permRead},
 	RoleAgent:      {permRead, permStart, permSubmit},
-	RoleOperator:   {permRead, permStart, permSubmit, permCancel, permChoose, permSteer, permRelease, permSchedule},
+	RoleOperator:   {permRead, permStart, permSubmit, permCancel, permChoose, permSteer, permRelease, permSchedule, permHooks},
 	RoleApprover:   {permRead, permApprove, permChoose, permSteer},
 	RoleReconciler: {permRead, permReconcile, permRelease},
 }

@@ -37,6 +37,9 @@ var routes = []route{
 	// Deliveries other systems sign (webhooks.go): the signature is the
 	// credential.
 	{Method: "POST", Pattern: "/v1/hooks/{name}", Perm: permPublic, Body: foreignBody, handle: (*Server).deliver},
+	{Method: "GET", Pattern: "/v1/hooks/{name}/parked", Perm: permHooks, handle: (*Server).listParked},
+	{Method: "POST", Pattern: "/v1/hooks/{name}/parked/{id}/redeliver", Perm: permHooks, handle: (*Server).redeliver},
+	{Method: "DELETE", Pattern: "/v1/hooks/{name}/parked/{id}", Perm: permHooks, handle: (*Server).dropParked},
 	// Schedules that start runs on a calendar (schedules.go).
 	{Method: "GET", Pattern: "/v1/schedules", Perm: permRead, handle: (*Server).listSchedules},
 	{Method: "POST", Pattern: "/v1/schedules/{name}/trigger", Perm: permSchedule, handle: (*Server).triggerSchedule},

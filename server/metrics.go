@@ -28,8 +28,10 @@ type metrics struct {
 	// outcome; identityRefused, its tokens refused by reason.
 	keySetFetches   *prometheus.CounterVec
 	identityRefused *prometheus.CounterVec
-	// webhookDeliveries counts deliveries to each webhook by outcome.
+	// webhookDeliveries counts deliveries to each webhook by outcome;
+	// webhookParked, those parked.
 	webhookDeliveries *prometheus.CounterVec
+	webhookParked     *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) (*metrics, error) {
@@ -49,9 +51,11 @@ func newMetrics(reg *prometheus.Registry, s *Server) (*metrics, error) {
 		identityRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_identity_tokens_refused_total",
 			Help: "Identity provider tokens refused, by reason (expired, bad_signature, unknown_key, wrong_audience, actor, …)."}, []string{"reason"}),
 		webhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_webhook_deliveries_total",
-			Help: "Deliveries to each webhook by outcome: started (a run), input (to a run), again (held already), ignored, refused (signature, time, body), failed (the run or the input)."}, []string{"webhook", "outcome"}),
+			Help: "Deliveries to each webhook by outcome: started (a run), input (to a run), again (held already), ignored, refused (signature, time, body), failed (the run or the input), handshake (Slack's URL check)."}, []string{"webhook", "outcome"}),
+		webhookParked: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_webhook_parked_total",
+			Help: "Deliveries to each webhook parked: verified, not taken, kept to be taken again (a redelivery refused again counts again)."}, []string{"webhook"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.streams, m.keySetFetches, m.identityRefused, m.webhookDeliveries, &runCollector{s: s, inspect: s.cfg.Runner.Inspect, budget: scrapeBudget},
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.streams, m.keySetFetches, m.identityRefused, m.webhookDeliveries, m.webhookParked, &runCollector{s: s, inspect: s.cfg.Runner.Inspect, budget: scrapeBudget},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		if err := reg.Register(c); err != nil {
 			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/jsontemplate"
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/webhook"
 	"flrh.dev/flrh/yamljson"
 )
@@ -46,7 +48,12 @@ type WebhookSpec struct {
 	Start            *bool                      `json:"start,omitempty"`
 	Input            json.RawMessage            `json:"input,omitempty"`
 	Actor            string                     `json:"actor,omitempty"`
+	KeepRefused      *int                       `json:"keep_refused,omitempty"`
 }
+
+// DefaultKeepRefused is how many deliveries a webhook keeps parked when
+// its keep_refused does not say.
+const DefaultKeepRefused = 1000
 
 type webhooksFile struct {
 	Webhooks []WebhookSpec `json:"webhooks"`
@@ -214,13 +221,9 @@ func (s *Server) SetWebhooks(w *Webhooks) error {
 // deliver takes a delivery to POST /v1/hooks/{name}.
 func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	name := r.PathValue("name")
-	hooks := s.webhooks.Load()
-	var h *inboundHook
-	if hooks != nil {
-		h = hooks.byName[name]
-	}
-	if h == nil {
-		return apiErr(http.StatusNotFound, TypeNotFound, "", "no webhook %s", name)
+	h, err := s.hook(name)
+	if err != nil {
+		return err
 	}
 	outcome := "refused"
 	defer func() { s.metrics.webhookDeliveries.WithLabelValues(name, outcome).Inc() }()
@@ -248,65 +251,110 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 		writeJSON(w, http.StatusOK, map[string]any{"challenge": d.Challenge})
 		return nil
 	}
-	answer := map[string]any{"webhook": name, "delivery": d.ID}
-	if why := h.ignores(d); why != "" {
-		outcome = "ignored"
-		answer["ignored"] = why
-		writeDeliveryAnswer(w, d, http.StatusOK, answer)
+	t, err := s.take(r, h, d)
+	outcome = t.outcome
+	if err != nil {
+		return err
+	}
+	if d.Interactive {
+		// A person waits on the answer (a Slack slash command or
+		// interaction), and the sender shows them what it is: an empty
+		// 200 shows nothing and closes a submitted modal.
+		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	outcome = "failed"
-	values := jsontemplate.Values{Body: d.Body, Names: map[string]string{"$delivery": d.ID, "$event": d.Event, "$hook": name}}
+	if t.answer["started"] == true && t.answer["again"] == false {
+		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(t.answer["run_id"].(string)))
+	}
+	writeJSON(w, t.status, t.answer)
+	return nil
+}
+
+// hook is the webhook name the server takes, or a 404.
+func (s *Server) hook(name string) (*inboundHook, error) {
+	if hooks := s.webhooks.Load(); hooks != nil {
+		if h := hooks.byName[name]; h != nil {
+			return h, nil
+		}
+	}
+	return nil, apiErr(http.StatusNotFound, TypeNotFound, "", "no webhook %s", name)
+}
+
+// taken is what became of a verified delivery.
+type taken struct {
+	status  int
+	answer  map[string]any
+	outcome string // the metric's: started, input, again, ignored or failed
+}
+
+// take acts on a verified delivery: it starts or feeds the run its
+// templates name, or is ignored. A delivery it cannot take for want of
+// something an operator can mend (a template finds nothing, the workflow
+// refuses the input, the run does not exist) is parked; one taken is
+// unparked, had it been parked.
+func (s *Server) take(r *http.Request, h *inboundHook, d webhook.Delivery) (taken, error) {
+	name := h.spec.Name
+	key := name + ":" + d.ID
+	t := taken{status: http.StatusOK, answer: map[string]any{"webhook": name, "delivery": d.ID}, outcome: "ignored"}
+	if why := h.ignores(d); why != "" {
+		t.answer["ignored"] = why
+		s.unpark(r, key)
+		return t, nil
+	}
+	to, err := s.takeDelivery(r, h, d, key)
+	if err != nil {
+		t.outcome = "failed"
+		refusal := classify(err)
+		if refusal.Status == http.StatusNotFound || refusal.Status == http.StatusUnprocessableEntity {
+			s.park(r, h, d, key, refusal)
+		}
+		return t, refusal
+	}
+	s.unpark(r, key)
+	t.answer["run_id"], t.answer["started"], t.answer["again"] = to.RunID, to.Started, to.Again
+	switch {
+	case to.Again:
+		t.outcome = "again"
+	case to.Started:
+		t.outcome, t.status = "started", http.StatusCreated
+	default:
+		t.outcome, t.status = "input", http.StatusAccepted
+	}
+	s.log.Info("webhook delivery taken", "request_id", requestID(r), "webhook", name, "delivery", d.ID, "event", d.Event, "run_id", to.RunID, "outcome", t.outcome)
+	return t, nil
+}
+
+// deliveredTo is the run a delivery went to, and how.
+type deliveredTo struct {
+	RunID string
+	runner.Delivered
+}
+
+// takeDelivery renders the delivery's run id and input and hands them
+// to the runner under key.
+func (s *Server) takeDelivery(r *http.Request, h *inboundHook, d webhook.Delivery, key string) (deliveredTo, error) {
+	values := jsontemplate.Values{Body: d.Body, Names: map[string]string{"$delivery": d.ID, "$event": d.Event, "$hook": h.spec.Name}}
 	runID, err := h.runID.RenderString(values)
 	if err != nil {
-		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the run id: %v", err)
+		return deliveredTo{}, apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the run id: %v", err)
 	}
 	if !cjson.ValidID(runID) {
-		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the run id %q the delivery gives is not an id (letters, digits and ._:/- up to %d)", runID, cjson.MaxIDLength)
+		return deliveredTo{}, apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the run id %q the delivery gives is not an id (letters, digits and ._:/- up to %d)", runID, cjson.MaxIDLength)
 	}
 	input, err := h.input.RenderCanonical(values)
 	if err != nil {
-		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the input: %v", err)
+		return deliveredTo{}, apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "the input: %v", err)
 	}
-	del := runner.Delivery{Key: name + ":" + d.ID, RunID: runID, Input: input, Actor: h.actor}
+	del := runner.Delivery{Key: key, RunID: runID, Input: input, Actor: h.actor}
 	if h.start {
 		wf, werr := s.workflow(h.spec.Workflow, h.spec.Version)
 		if werr != nil {
-			return werr
+			return deliveredTo{}, werr
 		}
 		del.Workflow, del.Version = wf.ID(), wf.Version()
 	}
 	got, err := s.cfg.Runner.Deliver(r.Context(), del)
-	if err != nil {
-		return err
-	}
-	answer["run_id"], answer["started"], answer["again"] = runID, got.Started, got.Again
-	status := http.StatusAccepted
-	switch {
-	case got.Again:
-		outcome, status = "again", http.StatusOK
-	case got.Started:
-		outcome, status = "started", http.StatusCreated
-		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(runID))
-	default:
-		outcome = "input"
-	}
-	s.log.Info("webhook delivery taken", "request_id", requestID(r), "webhook", name, "delivery", d.ID, "event", d.Event, "run_id", runID, "outcome", outcome)
-	writeDeliveryAnswer(w, d, status, answer)
-	return nil
-}
-
-// writeDeliveryAnswer answers a delivery taken: with status and answer,
-// or, when a person waits on the answer (a Slack slash command or
-// interaction, whose sender shows them what it is answered), with an
-// empty 200, which shows nothing and closes a submitted modal.
-func writeDeliveryAnswer(w http.ResponseWriter, d webhook.Delivery, status int, answer map[string]any) {
-	if d.Interactive {
-		w.Header().Del("Location")
-		w.WriteHeader(http.StatusOK)
-		return
-	}
-	writeJSON(w, status, answer)
+	return deliveredTo{RunID: runID, Delivered: got}, err
 }
 
 // ignores says why the webhook does not act on d, or "".
@@ -320,4 +368,42 @@ func (h *inboundHook) ignores(d webhook.Delivery) string {
 		}
 	}
 	return ""
+}
+
+// park keeps a delivery the webhook verified and could not take, with
+// the refusal, for an operator to take again once its cause is mended
+// (the sender may never send it again: GitHub does not). Parking is
+// best effort: the delivery is refused as it was whether or not it is
+// kept.
+func (s *Server) park(r *http.Request, h *inboundHook, d webhook.Delivery, key string, refusal *Error) {
+	keep := DefaultKeepRefused
+	if h.spec.KeepRefused != nil {
+		keep = *h.spec.KeepRefused
+	}
+	p, ok := store.DeliveryParkingOf(s.cfg.Store)
+	if !ok || keep == 0 {
+		return
+	}
+	body, err := json.Marshal(d.Body) // numbers stay as they were sent (json.Number)
+	if err == nil {
+		err = p.ParkDelivery(context.WithoutCancel(r.Context()), store.ParkedDelivery{Key: key, Hook: h.spec.Name, Event: d.Event, Body: body,
+			Status: refusal.Status, Reason: store.ParkedReason(refusal.Message)}, keep)
+	}
+	if err != nil {
+		s.log.Error("webhook delivery not parked", "request_id", requestID(r), "webhook", h.spec.Name, "delivery", d.ID, "err", err.Error())
+		return
+	}
+	s.metrics.webhookParked.WithLabelValues(h.spec.Name).Inc()
+	s.log.Warn("webhook delivery parked", "request_id", requestID(r), "webhook", h.spec.Name, "delivery", d.ID, "status", refusal.Status, "reason", refusal.Message)
+}
+
+// unpark drops a delivery taken from those parked, had it been.
+func (s *Server) unpark(r *http.Request, key string) {
+	p, ok := store.DeliveryParkingOf(s.cfg.Store)
+	if !ok {
+		return
+	}
+	if _, err := p.UnparkDelivery(context.WithoutCancel(r.Context()), key); err != nil {
+		s.log.Error("webhook delivery not unparked", "request_id", requestID(r), "key", key, "err", err.Error())
+	}
 }

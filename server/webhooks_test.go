@@ -53,9 +53,7 @@ func webhookFixture(t *testing.T) *fixture {
 func hooksFixture(t *testing.T, text string, env map[string]string) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "tracker.secret"), append(trackerSecret, '\n'), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeSecret(t, dir)
 	specs, err := ParseWebhooks([]byte(text), false)
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +63,14 @@ func hooksFixture(t *testing.T, text string, env map[string]string) *fixture {
 		t.Fatal(err)
 	}
 	return newFixture(t, tokenFileText, func(_ *runner.Config, c *Config) { c.Webhooks = hooks })
+}
+
+// writeSecret writes the tracker's secret to dir/tracker.secret.
+func writeSecret(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "tracker.secret"), append(trackerSecret, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // deliver posts body to the webhook with the header fields h.

@@ -3,10 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -83,7 +79,7 @@ refuses.`,
 		Example: `  FLRH_TOKEN=... flrh schedule trigger nightly --url https://flrh.example.com`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return scheduleCall(cmd, url, tokenEnv, "/v1/schedules/"+args[0]+"/trigger", "")
+			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/trigger", "")
 		}}
 	backfill := &cobra.Command{Use: "backfill NAME --from TIME --to TIME",
 		Short: "Start the runs a schedule missed in a range, through a server (POST /v1/schedules/NAME/backfill)",
@@ -102,7 +98,7 @@ as trigger reads it.`,
 				}
 			}
 			body, _ := json.Marshal(map[string]string{"from": from, "to": to})
-			return scheduleCall(cmd, url, tokenEnv, "/v1/schedules/"+args[0]+"/backfill", string(body))
+			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/backfill", string(body))
 		}}
 	for _, c := range []*cobra.Command{trigger, backfill} {
 		c.Flags().StringVar(&url, "url", "http://127.0.0.1:7700", "the server's address")
@@ -115,32 +111,6 @@ as trigger reads it.`,
 	group := &cobra.Command{Use: "schedule", Short: "Check, trigger and backfill the schedules that start runs on a calendar (see flrh serve --schedules)"}
 	group.AddCommand(check, trigger, backfill)
 	rootCmd.AddCommand(group)
-}
-
-// scheduleCall posts body (none when empty) to path at the server and
-// prints the answer; a refusal is exit status 1.
-func scheduleCall(cmd *cobra.Command, url, tokenEnv, path, body string) error {
-	req, err := http.NewRequestWithContext(cmd.Context(), "POST", strings.TrimSuffix(url, "/")+path, strings.NewReader(body))
-	if err != nil {
-		return usagef("--url: %v", err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if tok := os.Getenv(tokenEnv); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", resp.Status, prettyJSON(answer))
-	if resp.StatusCode >= 300 {
-		return errChecksFailed
-	}
-	return nil
 }
 
 func zoneName(tz string) string {

@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -203,17 +203,7 @@ refuses the delivery.`,
 				req.Header[k] = v
 			}
 			req.Header.Set("Content-Type", "application/json")
-			resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", resp.Status, prettyJSON(answer))
-			if resp.StatusCode >= 300 {
-				return errChecksFailed
-			}
-			return nil
+			return printAnswer(cmd, req)
 		}}
 	send.Flags().StringVar(&sendFile, "webhooks", "", "the webhooks file (JSON or YAML), as flrh serve --webhooks takes")
 	send.Flags().StringVar(&url, "url", "http://127.0.0.1:7700", "the server's address")
@@ -223,8 +213,47 @@ refuses the delivery.`,
 	send.MarkFlagRequired("webhooks")
 	send.MarkFlagRequired("body")
 
-	group := &cobra.Command{Use: "webhook", Short: "Check and try the webhooks other systems deliver to (see flrh serve --webhooks)"}
-	group.AddCommand(check, send)
+	var tokenEnv string
+	var limit int
+	parked := &cobra.Command{Use: "parked NAME",
+		Short: "List a webhook's parked deliveries, through a server (GET /v1/hooks/NAME/parked)",
+		Long: `parked lists the deliveries the webhook verified but could not take (a
+template found nothing, the workflow refused the input, the run did not
+exist), the most recently refused first: each one's id, event, the refusal,
+how often it came, and its body. Mend the cause, then take one again with
+flrh webhook redeliver, or drop it. The bearer token (an operator's) is read
+from the variable --token-env names (FLRH_TOKEN).`,
+		Example: `  FLRH_TOKEN=... flrh webhook parked shop --url https://flrh.example.com`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return apiCall(cmd, "GET", url, tokenEnv, "/v1/hooks/"+neturl.PathEscape(args[0])+"/parked?limit="+strconv.Itoa(limit), "")
+		}}
+	parked.Flags().IntVar(&limit, "limit", 100, "how many to list, at most (1 to 1000)")
+	redeliver := &cobra.Command{Use: "redeliver NAME ID",
+		Short: "Take a parked delivery again, through a server (POST /v1/hooks/NAME/parked/ID/redeliver)",
+		Long: `redeliver takes the parked delivery ID again through the webhook as the server
+has it now (its signature held when it came): it starts or feeds its run and
+is unparked, or is refused again and stays parked. It is taken under its
+first id, so a delivery the sender also sends again is still taken once.
+Exit status 1 when it is refused.`,
+		Example: `  flrh webhook redeliver shop 7c1e-4f2a --url http://127.0.0.1:7700`,
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return apiCall(cmd, "POST", url, tokenEnv, "/v1/hooks/"+neturl.PathEscape(args[0])+"/parked/"+neturl.PathEscape(args[1])+"/redeliver", "")
+		}}
+	drop := &cobra.Command{Use: "drop NAME ID",
+		Short: "Drop a parked delivery, not to be taken (DELETE /v1/hooks/NAME/parked/ID)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return apiCall(cmd, "DELETE", url, tokenEnv, "/v1/hooks/"+neturl.PathEscape(args[0])+"/parked/"+neturl.PathEscape(args[1]), "")
+		}}
+	for _, c := range []*cobra.Command{parked, redeliver, drop} {
+		c.Flags().StringVar(&url, "url", "http://127.0.0.1:7700", "the server's address")
+		c.Flags().StringVar(&tokenEnv, "token-env", "FLRH_TOKEN", "the environment variable holding the bearer token (an operator's)")
+	}
+
+	group := &cobra.Command{Use: "webhook", Short: "Check and try the webhooks other systems deliver to, and take their parked deliveries again (see flrh serve --webhooks)"}
+	group.AddCommand(check, send, parked, redeliver, drop)
 	rootCmd.AddCommand(group)
 }
 

@@ -121,6 +121,12 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 	if out, code := send(p, "m-1x", refund("o1", "r-9", 10)); code != 1 || !strings.HasPrefix(out, "409") || !strings.Contains(out, "ended") {
 		t.Fatalf("a new delivery to the ended run: %d\n%s", code, out)
 	}
+	// A refund without its amount is refused and parked; it is listed
+	// after the kills below, from the store.
+	noAmount := writeFile("no-amount.json", `{"type":"refund.requested","data":{"order":"o9","id":"r-x","customer":"bob","reason":"late"}}`)
+	if out, code := send(p, "m-9", noAmount); code != 1 || !strings.HasPrefix(out, "422") {
+		t.Fatalf("a refund without its amount: %d\n%s", code, out)
+	}
 	// A Linear event kept in a file is sent as of now, as Linear stamps
 	// it; a hook holding its sender's public key cannot sign.
 	issueFile := writeFile("issue.json", `{"action":"create","type":"Issue","data":{"identifier":"ENG-7","estimate":30},"webhookTimestamp":1000}`)
@@ -188,6 +194,28 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 	}
 	if fmt.Sprint(paid) != "map[r-1:1 r-k0:1 r-k1:1 r-k2:1 r-k3:1 r-k4:1 r-k5:1]" {
 		t.Fatalf("payments at the destination: %v", paid)
+	}
+
+	// The refund parked before the kills: listed, taken again (refused
+	// again: the file still lacks the amount), dropped.
+	for _, step := range []struct {
+		args  []string
+		code  int
+		words []string
+	}{
+		{[]string{"parked", "shop"}, 0, []string{"200 OK", `"delivery": "m-9"`, `"times": 1`, `"status": 422`, "{/data/amount}"}},
+		{[]string{"redeliver", "shop", "m-9"}, 1, []string{"422", "{/data/amount}"}},
+		{[]string{"parked", "shop"}, 0, []string{`"delivery": "m-9"`, `"times": 2`}},
+		{[]string{"drop", "shop", "m-9"}, 0, []string{"204"}},
+		{[]string{"drop", "shop", "m-9"}, 1, []string{"404", "m-9"}},
+		{[]string{"parked", "shop"}, 0, []string{`"parked": []`}},
+	} {
+		out, code := cli(env, append(append([]string{"webhook"}, step.args...), "--url", p.base)...)
+		for _, w := range step.words {
+			if code != step.code || !strings.Contains(out, w) {
+				t.Fatalf("flrh webhook %v: %d\n%s\nwant %d and %q", step.args, code, out, step.code, w)
+			}
+		}
 	}
 
 	// The tracker's secret rotated: the new file's content, SIGHUP, and

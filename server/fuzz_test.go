@@ -124,7 +124,7 @@ func FuzzHandlers(f *testing.F) {
 		"/v1/runs/fz/choose", "/v1/runs/fz/mrp",
 		"/v1/runs/fz", "/v1/runs/fz/events", "/v1/runs?state=X", "/v1/workflows", "/v1/runs/fz/tickets", "/v1/runs/fz/fhr", "/v1/runs/fz/scorecard",
 		"/v1/runs/fz/why?proposal=p", "/v1/runs/fz/case", "/v1/login", "/v1/login/token", "/v1/login/refresh", "/v1/runs/fz/why?fact=blocked(%22x%22)", "/v1/approvals", "/v1/approvals?mine=true&limit=3",
-		"/v1/hooks/fz", "/v1/schedules", "/v1/schedules/fz/trigger", "/v1/schedules/fz/backfill"}
+		"/v1/hooks/fz", "/v1/schedules", "/v1/schedules/fz/trigger", "/v1/schedules/fz/backfill", "/v1/hooks/fz/parked?limit=2", "/v1/hooks/fz/parked/x/redeliver"}
 	toks := []string{tokOperator, tokApprover, tokReconciler, tokViewer, tokAgent, tokUnknown, ""}
 	f.Add(uint8(0), uint8(0), "application/json", []byte(`{"workflow":"refund-agent","run_id":"fz","input":{"refunds":[{"id":"r-9","amount":5,"payee":"z","reason":"r"}]}}`))
 	f.Add(uint8(2), uint8(1), "application/json", []byte(`{"request_id":"approval:r-9","request_digest":"sha256:`+strings.Repeat("b", 64)+`"}`))

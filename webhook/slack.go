@@ -1,8 +1,10 @@
 package webhook
 
 import (
+	"maps"
 	"mime"
 	"net/url"
+	"slices"
 	"unicode/utf8"
 
 	"flrh.dev/flrh/jsontemplate"
@@ -54,7 +56,9 @@ func slackBody(h Header, body []byte, d Delivery) (Delivery, error) {
 		return Delivery{}, refuse(ReasonMalformed, "", "the body is not a form: %v", err)
 	}
 	fields := make(map[string]any, len(form))
-	for k, vs := range form {
+	// In order, so that of several fields at fault the same is named.
+	for _, k := range slices.Sorted(maps.Keys(form)) {
+		vs := form[k]
 		if len(vs) != 1 {
 			return Delivery{}, refuse(ReasonMalformed, "", "the form names %q %d times", k, len(vs))
 		}

@@ -103,7 +103,7 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, p Principal) 
 		return err
 	}
 	t.answer["redelivered"] = true
-	writeJSON(w, t.status, t.answer)
+	writeTaken(w, t)
 	return nil
 }
 

@@ -49,7 +49,7 @@ func TestParkedDeliveries(t *testing.T) {
 
 	// A refund without its amount (422), twice; a note for a run not yet
 	// started (404).
-	noAmount := `{"order":"o7","refund":"r-7","customer":"fay"}`
+	noAmount := `{"order":"o7","refund":"r-7","customer":"fay","total":30}`
 	want("no amount", send("shop", "gh-1", noAmount), 422, "the body has nothing at {/amount}")
 	want("no amount again", send("shop", "gh-1", noAmount), 422, "")
 	note := `{"run":"later-1","refund":"r-n1"}`
@@ -61,7 +61,7 @@ func TestParkedDeliveries(t *testing.T) {
 	}
 	p := shop.Parked[0]
 	if p.Delivery != "gh-1" || p.Event != "refund" || p.Status != 422 || p.Times != 2 || !strings.Contains(p.Reason, "{/amount}") ||
-		string(p.Body) != `{"customer":"fay","order":"o7","refund":"r-7"}` || p.First.After(p.Last) || time.Since(p.Last) > time.Minute {
+		string(p.Body) != `{"customer":"fay","order":"o7","refund":"r-7","total":30}` || p.First.After(p.Last) || time.Since(p.Last) > time.Minute {
 		t.Fatalf("parked: %+v (%s)", p, p.Body)
 	}
 	if notes := list("notes"); len(notes.Parked) != 1 || notes.Parked[0].Status != 404 {
@@ -107,17 +107,20 @@ func TestParkedDeliveries(t *testing.T) {
 	if err := f.server.SetWebhooks(hooks); err != nil {
 		t.Fatal(err)
 	}
-	want("still without a total", f.post("/v1/hooks/shop/parked/gh-1/redeliver", tokOperator, ""), 422, "{/total}")
-	if shop := list("shop"); len(shop.Parked) != 1 || shop.Parked[0].Times != 3 || !strings.Contains(shop.Parked[0].Reason, "{/total}") {
-		t.Fatalf("shop after a refused redelivery: %+v", shop)
+	a := f.post("/v1/hooks/shop/parked/gh-1/redeliver", tokOperator, "")
+	want("redelivered through the mended template", a, 201, `"run_id":"order-o7"`)
+	if loc := a.header.Get("Location"); loc != "/v1/runs/order-o7" {
+		t.Fatalf("Location %q", loc)
 	}
-	withTotal := `{"order":"o7","refund":"r-7","customer":"fay","total":30}`
-	want("a delivery with its total", send("shop", "gh-3", withTotal), 201, `"run_id":"order-o7"`)
-
-	// Dropped: gone.
-	want("an agent drops", f.do("DELETE", "/v1/hooks/shop/parked/gh-1", tokAgent, "", nil), 403, "")
-	want("dropped", f.do("DELETE", "/v1/hooks/shop/parked/gh-1", tokOperator, "", nil), 204, "")
-	want("dropped again", f.do("DELETE", "/v1/hooks/shop/parked/gh-1", tokOperator, "", nil), 404, "gh-1")
+	f.waitFor("order-o7", tokOperator, "paid", func(p RunPage) bool { return p.Run.Outcome != "" })
+	// Refused again through the mended template (no total), then dropped.
+	want("no total", send("shop", "gh-3", `{"order":"o8","refund":"r-8","customer":"fay"}`), 422, "{/total}")
+	if shop := list("shop"); len(shop.Parked) != 1 || shop.Parked[0].Delivery != "gh-3" {
+		t.Fatalf("shop: %+v", shop)
+	}
+	want("an agent drops", f.do("DELETE", "/v1/hooks/shop/parked/gh-3", tokAgent, "", nil), 403, "")
+	want("dropped", f.do("DELETE", "/v1/hooks/shop/parked/gh-3", tokOperator, "", nil), 204, "")
+	want("dropped again", f.do("DELETE", "/v1/hooks/shop/parked/gh-3", tokOperator, "", nil), 404, "gh-3")
 	if shop := list("shop"); len(shop.Parked) != 0 {
 		t.Fatalf("shop after the drop: %+v", shop)
 	}

@@ -263,11 +263,17 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	if t.answer["started"] == true && t.answer["again"] == false {
+	writeTaken(w, t)
+	return nil
+}
+
+// writeTaken answers with what became of a delivery; a run it started is
+// named by Location.
+func writeTaken(w http.ResponseWriter, t taken) {
+	if t.status == http.StatusCreated {
 		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(t.answer["run_id"].(string)))
 	}
 	writeJSON(w, t.status, t.answer)
-	return nil
 }
 
 // hook is the webhook name the server takes, or a 404.

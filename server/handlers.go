@@ -37,6 +37,7 @@ var routes = []route{
 	// Deliveries other systems sign (webhooks.go): the signature is the
 	// credential.
 	{Method: "POST", Pattern: "/v1/hooks/{name}", Perm: permPublic, Body: foreignBody, handle: (*Server).deliver},
+	{Method: "GET", Pattern: "/v1/hooks", Perm: permHooks, handle: (*Server).listHooks},
 	{Method: "GET", Pattern: "/v1/hooks/{name}/parked", Perm: permHooks, handle: (*Server).listParked},
 	{Method: "POST", Pattern: "/v1/hooks/{name}/parked/{id}/redeliver", Perm: permHooks, handle: (*Server).redeliver},
 	{Method: "DELETE", Pattern: "/v1/hooks/{name}/parked/{id}", Perm: permHooks, handle: (*Server).dropParked},

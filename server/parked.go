@@ -43,6 +43,36 @@ func (s *Server) parking() (store.DeliveryParking, error) {
 	return p, nil
 }
 
+// HookInfo is a webhook as GET /v1/hooks lists it: what it takes and
+// where it sends it, never its keys.
+type HookInfo struct {
+	Name        string         `json:"name"`
+	Scheme      webhook.Scheme `json:"scheme"`
+	Workflow    string         `json:"workflow"`
+	Version     string         `json:"version,omitempty"`
+	Events      []string       `json:"events,omitempty"`
+	Start       bool           `json:"start"`
+	KeepRefused int            `json:"keep_refused"`
+}
+
+// listHooks answers GET /v1/hooks: the webhooks the server takes, in the
+// file's order.
+func (s *Server) listHooks(w http.ResponseWriter, r *http.Request, _ Principal) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	out := []HookInfo{}
+	if hooks := s.webhooks.Load(); hooks != nil {
+		for _, name := range hooks.names {
+			h := hooks.byName[name]
+			out = append(out, HookInfo{Name: name, Scheme: h.spec.Scheme, Workflow: h.spec.Workflow, Version: h.spec.Version,
+				Events: h.spec.Events, Start: h.start, KeepRefused: h.keepRefused()})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"webhooks": out})
+	return nil
+}
+
 // listParked answers GET /v1/hooks/{name}/parked.
 func (s *Server) listParked(w http.ResponseWriter, r *http.Request, _ Principal) error {
 	q := r.URL.Query()

@@ -47,6 +47,16 @@ func TestParkedDeliveries(t *testing.T) {
 		}
 	}
 
+	// The webhooks, for operators: no key among what is said of them.
+	all := f.get("/v1/hooks", tokOperator)
+	var listed struct{ Webhooks []HookInfo }
+	if all.status != 200 || json.Unmarshal(all.body, &listed) != nil || len(listed.Webhooks) != 4 ||
+		listed.Webhooks[1].Name != "notes" || listed.Webhooks[1].Start || listed.Webhooks[1].KeepRefused != DefaultKeepRefused ||
+		listed.Webhooks[2].KeepRefused != 0 || listed.Webhooks[3].KeepRefused != 2 || strings.Contains(string(all.body), string(trackerSecret)) {
+		t.Fatalf("GET /v1/hooks: %d %s", all.status, all.body)
+	}
+	want("the webhooks to a viewer", f.get("/v1/hooks", tokViewer), 403, "")
+
 	// A refund without its amount (422), twice; a note for a run not yet
 	// started (404).
 	noAmount := `{"order":"o7","refund":"r-7","customer":"fay","total":30}`

@@ -363,6 +363,14 @@ func (s *Server) takeDelivery(r *http.Request, h *inboundHook, d webhook.Deliver
 	return deliveredTo{RunID: runID, Delivered: got}, err
 }
 
+// keepRefused is how many deliveries the webhook keeps parked.
+func (h *inboundHook) keepRefused() int {
+	if h.spec.KeepRefused != nil {
+		return *h.spec.KeepRefused
+	}
+	return DefaultKeepRefused
+}
+
 // ignores says why the webhook does not act on d, or "".
 func (h *inboundHook) ignores(d webhook.Delivery) string {
 	if len(h.spec.Events) > 0 && !slices.Contains(h.spec.Events, d.Event) {
@@ -382,10 +390,7 @@ func (h *inboundHook) ignores(d webhook.Delivery) string {
 // best effort: the delivery is refused as it was whether or not it is
 // kept.
 func (s *Server) park(r *http.Request, h *inboundHook, d webhook.Delivery, key string, refusal *Error) {
-	keep := DefaultKeepRefused
-	if h.spec.KeepRefused != nil {
-		keep = *h.spec.KeepRefused
-	}
+	keep := h.keepRefused()
 	p, ok := store.DeliveryParkingOf(s.cfg.Store)
 	if !ok || keep == 0 {
 		return

@@ -360,6 +360,9 @@ func (s *Server) takeDelivery(r *http.Request, h *inboundHook, d webhook.Deliver
 		del.Workflow, del.Version = wf.ID(), wf.Version()
 	}
 	got, err := s.cfg.Runner.Deliver(r.Context(), del)
+	if !h.start && store.CodeOf(err) == store.CodeNotFound {
+		err = apiErr(http.StatusNotFound, TypeNotFound, "", "no run %s: the webhook feeds runs already started only (start: false)", runID)
+	}
 	return deliveredTo{RunID: runID, Delivered: got}, err
 }
 

@@ -1,4 +1,4 @@
-// The UI's shell: hash routes (#/runs, #/run/ID, #/inbox), the token
+// The UI's shell: hash routes (#/runs, #/run/ID, #/inbox, #/hooks), the token
 // form, the status line and the inbox count in the header.
 
 import { get, token, setToken, ApiError } from './api.js';
@@ -6,6 +6,7 @@ import { replace } from './dom.js';
 import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { inboxPage, waitingApprovals } from './inbox.js';
+import { hooksPage } from './hooks.js';
 import { signInOffered, beginSignIn, finishSignIn, keepSignedIn, forgetSignIn, signedInHere, signOut } from './signin.js';
 
 const main = document.getElementById('main');
@@ -27,6 +28,7 @@ export function sayError(e) {
 const routes = [
   [/^#\/runs(\?.*)?$/, () => runsPage],
   [/^#\/inbox$/, () => inboxPage],
+  [/^#\/hooks$/, () => hooksPage],
   [/^#\/run\/(.+)$/, (m) => (el, signal) => runPage(el, signal, decodeURIComponent(m[1]))],
 ];
 

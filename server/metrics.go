@@ -90,11 +90,12 @@ type runCollector struct {
 // runGauges are the store's gauges as one read found them.
 type runGauges struct {
 	byState     map[string]float64
-	quarantined float64 // runs quarantined before they ended, but those moved away
-	moved       float64 // runs moved to another store (store.MovedAway)
-	pruned      float64 // ended runs whose record the store pruned
-	expired     float64 // live runs whose lease expired, its owner still named
-	waiting     float64 // approval requests live runs wait on
+	quarantined float64            // runs quarantined before they ended, but those moved away
+	moved       float64            // runs moved to another store (store.MovedAway)
+	pruned      float64            // ended runs whose record the store pruned
+	expired     float64            // live runs whose lease expired, its owner still named
+	waiting     float64            // approval requests live runs wait on
+	parked      map[string]float64 // webhook deliveries parked, by webhook
 }
 
 const (
@@ -109,11 +110,12 @@ var (
 	descPruned      = prometheus.NewDesc("flrh_runs_pruned", "Ended runs whose record was archived and pruned: the store holds their headers alone (counted in flrh_runs too).", nil, nil)
 	descExpired     = prometheus.NewDesc("flrh_leases_expired", "Live runs whose lease expired with its owner still named: a runner that stopped without giving it back.", nil, nil)
 	descWaiting     = prometheus.NewDesc("flrh_approvals_waiting", "Approval requests live runs wait on.", nil, nil)
+	descParked      = prometheus.NewDesc("flrh_webhook_parked", "Webhook deliveries parked now, by webhook: verified, not taken, waiting for an operator to take them again or drop them.", []string{"webhook"}, nil)
 	descScrapeOK    = prometheus.NewDesc("flrh_store_scrape_ok", "1 if the last read of run states succeeded.", nil, nil)
 )
 
 func (c *runCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRuns, descQuarantined, descMoved, descPruned, descExpired, descWaiting, descScrapeOK} {
+	for _, d := range []*prometheus.Desc{descRuns, descQuarantined, descMoved, descPruned, descExpired, descWaiting, descParked, descScrapeOK} {
 		ch <- d
 	}
 }
@@ -132,6 +134,9 @@ func (c *runCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descPruned, prometheus.GaugeValue, c.g.pruned)
 	ch <- prometheus.MustNewConstMetric(descExpired, prometheus.GaugeValue, c.g.expired)
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, c.g.waiting)
+	for hook, n := range c.g.parked {
+		ch <- prometheus.MustNewConstMetric(descParked, prometheus.GaugeValue, n, hook)
+	}
 	ok := 1.0
 	if c.failed {
 		ok = 0
@@ -181,6 +186,16 @@ func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGau
 	}
 	g.quarantined, g.moved = float64(len(cs.Quarantined)), float64(len(cs.Moved))
 	g.expired, g.pruned = float64(len(cs.Expired)), float64(cs.Pruned)
+	if p, ok := store.DeliveryParkingOf(st); ok {
+		counts, err := p.ParkedCounts(ctx)
+		if err != nil {
+			return g, nil, err
+		}
+		g.parked = map[string]float64{}
+		for _, c := range counts {
+			g.parked[c.Hook] = float64(c.Count)
+		}
+	}
 	awaiting, err = store.LiveHeadsIn(ctx, st, "WAIT_APPROVAL")
 	return g, awaiting, err
 }

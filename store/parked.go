@@ -58,6 +58,18 @@ type DeliveryParking interface {
 	// UnparkDelivery drops the parked delivery of key (taken at last, or
 	// given up) and reports whether one was parked.
 	UnparkDelivery(ctx context.Context, key string) (bool, error)
+	// ParkedCounts counts the parked deliveries of each hook that has
+	// some, sorted by hook.
+	ParkedCounts(ctx context.Context) ([]ParkedCount, error)
+}
+
+// ParkedCount is how many deliveries a hook has parked, and since when
+// the longest parked has waited.
+type ParkedCount struct {
+	Hook  string
+	Count int
+	// Oldest is the earliest time one of them was first refused.
+	Oldest time.Time
 }
 
 // DeliveryParkingOf returns the DeliveryParking of s, or of the first

@@ -143,12 +143,24 @@ type storeReport struct {
 	// rate booked past now): why a limited adapter's requests wait. None
 	// is a problem: a slot a stopped process held frees itself.
 	SharedLimits []sharedLimit `json:"shared_limits"`
+	// ParkedDeliveries are the webhooks with deliveries parked: verified,
+	// not taken, waiting for an operator (flrh webhook parked). None is
+	// a problem for the store.
+	ParkedDeliveries []parkedHook `json:"parked_deliveries"`
 	// Integrity is what SQLite's integrity check found wrong, with
 	// --integrity (omitted when it found nothing).
 	Integrity []string `json:"integrity,omitempty"`
 	// IntegrityChecked says the check ran.
 	IntegrityChecked bool `json:"integrity_checked,omitempty"`
 	Problems         int  `json:"problems"`
+}
+
+// parkedHook is a webhook's parked deliveries: how many, and when the
+// longest parked was first refused.
+type parkedHook struct {
+	Webhook string    `json:"webhook"`
+	Count   int       `json:"count"`
+	Oldest  time.Time `json:"oldest"`
 }
 
 // sharedLimit is one shared limit in use.
@@ -302,6 +314,7 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 	}
 	rep.Duties = []dutyState{}
 	rep.SharedLimits = []sharedLimit{}
+	rep.ParkedDeliveries = []parkedHook{}
 	rep.Problems = len(rep.StuckLeases) + len(rep.Quarantined)
 	if rep.SchemaVersion != rep.BuildSchemaVersion {
 		rep.Problems++
@@ -327,6 +340,15 @@ func checkStore(ctx context.Context, st store.Store, now time.Time, stuckAfter t
 	if rep.SchemaVersion == rep.BuildSchemaVersion {
 		if err := rep.readSharedLimits(ctx, st); err != nil {
 			return rep, err
+		}
+		if p, ok := store.DeliveryParkingOf(st); ok {
+			counts, err := p.ParkedCounts(ctx)
+			if err != nil {
+				return rep, err
+			}
+			for _, c := range counts {
+				rep.ParkedDeliveries = append(rep.ParkedDeliveries, parkedHook{Webhook: c.Hook, Count: c.Count, Oldest: c.Oldest})
+			}
 		}
 	}
 	type where struct{ ended, moved bool }
@@ -497,6 +519,13 @@ func (r storeReport) print(w io.Writer) {
 			fmt.Fprintf(w, "%s%s (if the run still waits, in %s)", sep, e.Route, time.Duration(e.Left*float64(time.Second)).Round(time.Second))
 		}
 		fmt.Fprintln(w)
+	}
+	for _, p := range r.ParkedDeliveries {
+		what := "deliveries parked, the first"
+		if p.Count == 1 {
+			what = "delivery parked,"
+		}
+		fmt.Fprintf(w, "webhook %s: %d %s refused at %s (flrh webhook parked %s)\n", p.Webhook, p.Count, what, p.Oldest.UTC().Format(time.RFC3339), p.Webhook)
 	}
 	if len(r.SharedLimits) > 0 {
 		fmt.Fprintf(w, "shared limits in use: %d\n", len(r.SharedLimits))

@@ -196,8 +196,12 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 		t.Fatalf("payments at the destination: %v", paid)
 	}
 
-	// The refund parked before the kills: listed, taken again (refused
-	// again: the file still lacks the amount), dropped.
+	// The refund parked before the kills: in the store's check, listed,
+	// taken again (refused again: the file still lacks the amount),
+	// dropped.
+	if out, code := cli(nil, "store", "check", "--store", storeFlag); code != 0 || !strings.Contains(out, "webhook shop: 1 delivery parked, refused at ") {
+		t.Fatalf("store check: %d\n%s", code, out)
+	}
 	for _, step := range []struct {
 		args  []string
 		code  int

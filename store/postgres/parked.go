@@ -118,3 +118,27 @@ func (s *Store) UnparkDelivery(ctx context.Context, key string) (bool, error) {
 	})
 	return dropped, err
 }
+
+// ParkedCounts implements store.DeliveryParking.
+func (s *Store) ParkedCounts(ctx context.Context) ([]store.ParkedCount, error) {
+	const op = "parked counts"
+	rows, err := s.pool.Query(ctx, `SELECT hook, count(*), min(first_at) FROM parked_deliveries GROUP BY hook ORDER BY hook`)
+	if err != nil {
+		return nil, s.mapErr(op, "", err)
+	}
+	defer rows.Close()
+	var out []store.ParkedCount
+	for rows.Next() {
+		var c store.ParkedCount
+		var n, oldest int64
+		if err := rows.Scan(&c.Hook, &n, &oldest); err != nil {
+			return nil, s.mapErr(op, "", err)
+		}
+		c.Count, c.Oldest = int(n), fromNanos(oldest)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.mapErr(op, "", err)
+	}
+	return out, nil
+}

@@ -118,3 +118,24 @@ func (s *Store) UnparkDelivery(ctx context.Context, key string) (bool, error) {
 	})
 	return dropped, err
 }
+
+// ParkedCounts implements store.DeliveryParking.
+func (s *Store) ParkedCounts(ctx context.Context) ([]store.ParkedCount, error) {
+	const op = "parked counts"
+	rows, err := s.read(ctx, `SELECT hook, count(*), min(first_at) FROM parked_deliveries GROUP BY hook ORDER BY hook`)
+	if err != nil {
+		return nil, mapErr(op, "", err)
+	}
+	defer rows.Close()
+	var out []store.ParkedCount
+	for rows.Next() {
+		var c store.ParkedCount
+		var oldest int64
+		if err := rows.Scan(&c.Hook, &c.Count, &oldest); err != nil {
+			return nil, mapErr(op, "", err)
+		}
+		c.Oldest = time.Unix(0, oldest).UTC()
+		out = append(out, c)
+	}
+	return out, mapErr(op, "", rows.Err())
+}

@@ -92,6 +92,11 @@ func testDeliveryParking(t *testing.T, s store.Store, c *Clock) {
 	}
 	_, err = p.ParkedDeliveries(ctx, "", 10)
 	mustCode(t, err, store.CodeInvalidInput)
+	counts, err := p.ParkedCounts(ctx)
+	must(t, err)
+	if fmt.Sprint(counts) != fmt.Sprintf("[{shop 2 %s} {tracker 1 %s}]", first.Add(time.Minute+time.Second), first.Add(time.Minute)) {
+		t.Fatalf("counts %v", counts)
+	}
 
 	// Eight refusals of one delivery at once: one delivery, refused 8
 	// times.

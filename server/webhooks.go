@@ -244,27 +244,50 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 		s.log.Warn("webhook delivery refused", "request_id", requestID(r), "webhook", name, "err", err.Error())
 		return apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "%s", strings.TrimPrefix(err.Error(), "webhook: "))
 	}
-	if d.Challenge != "" {
-		// Slack's url_verification: the endpoint proves it is the one the
-		// app was given by answering the challenge; it is no event.
+	if d.Handshake != nil {
+		// Slack's url_verification, Discord's PING: the endpoint proves
+		// it is the one the app was given; it is no event.
 		outcome = "handshake"
-		writeJSON(w, http.StatusOK, map[string]any{"challenge": d.Challenge})
+		writeJSON(w, http.StatusOK, d.Handshake)
 		return nil
 	}
 	t, err := s.take(r, h, d)
 	outcome = t.outcome
+	if d.Interactive {
+		// A person waits on the answer (a slash command, a button, a
+		// modal), and the sender shows them what it is: they are told,
+		// as their sender shows it, what became of it, a refusal too.
+		status, ctype, body := webhook.Reply(h.spec.Scheme, d, replyText(t, err))
+		if ctype != "" {
+			w.Header().Set("Content-Type", ctype)
+		}
+		w.WriteHeader(status)
+		w.Write(body)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	if d.Interactive {
-		// A person waits on the answer (a Slack slash command or
-		// interaction), and the sender shows them what it is: an empty
-		// 200 shows nothing and closes a submitted modal.
-		w.WriteHeader(http.StatusOK)
-		return nil
-	}
 	writeTaken(w, t)
 	return nil
+}
+
+// replyText tells the person who sent an interactive delivery what
+// became of it.
+func replyText(t taken, err error) string {
+	if err != nil {
+		return "Refused: " + classify(err).Message
+	}
+	runID, _ := t.answer["run_id"].(string)
+	switch t.outcome {
+	case "ignored":
+		return "Not acted on: " + t.answer["ignored"].(string) + "."
+	case "again":
+		return "Taken already: run " + runID + "."
+	case "started":
+		return "Started run " + runID + "."
+	}
+	return "Handed to run " + runID + "."
 }
 
 // writeTaken answers with what became of a delivery; a run it started is

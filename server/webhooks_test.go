@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -203,10 +204,11 @@ func TestWebhooks(t *testing.T) {
 }
 
 // Slack's requests (its handshake, events, slash commands), Linear's
-// events, and Standard Webhooks signed with an Ed25519 key the server
-// holds only the public half of.
+// events, Discord's interactions, and Standard Webhooks signed with an
+// Ed25519 key the server holds only the public half of.
 func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 	signer := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	app := ed25519.NewKeyFromSeed([]byte("the discord application's seed!!"))
 	f := hooksFixture(t, `{"webhooks": [
  {"name": "chat", "scheme": "slack", "secret_env": "SLACK_SECRET", "workflow": "refund-agent", "events": ["/refund-small", "app_mention"],
   "run_id": "chat-{$delivery}", "input": {"refunds": [{"id": "r-{$delivery}", "amount": 15, "payee": "{/user_name}", "reason": "{$event}"}]}},
@@ -215,9 +217,12 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
  {"name": "issues", "scheme": "linear", "secret_env": "LINEAR_SECRET", "workflow": "refund-agent", "events": ["Issue"], "when": {"/action": "create"},
   "input": {"refunds": [{"id": "{/data/identifier}", "amount": "{/data/estimate}", "payee": "gus", "reason": "{/data/title}"}]}},
  {"name": "signed", "scheme": "standard", "secret_env": "SENDER_PUBLIC_KEY", "workflow": "refund-agent",
-  "input": {"refunds": [{"id": "{/id}", "amount": "{/amount}", "payee": "hal", "reason": "{$event}"}]}}
+  "input": {"refunds": [{"id": "{/id}", "amount": "{/amount}", "payee": "hal", "reason": "{$event}"}]}},
+ {"name": "bot", "scheme": "discord", "secret_env": "DISCORD_KEY", "workflow": "refund-agent",
+  "input": {"refunds": [{"id": "r-{$delivery}", "amount": "{/data/options/0/value}", "payee": "{/member/user/id}", "reason": "{$event}"}]}}
 ]}`, map[string]string{"SLACK_SECRET": "8f742231b10e8888abcd99yyyzzz85a5", "LINEAR_SECRET": "lin_wh_0123456789abcdef",
-		"SENDER_PUBLIC_KEY": "whpk_" + base64.StdEncoding.EncodeToString(signer.Public().(ed25519.PublicKey))})
+		"SENDER_PUBLIC_KEY": "whpk_" + base64.StdEncoding.EncodeToString(signer.Public().(ed25519.PublicKey)),
+		"DISCORD_KEY":       hex.EncodeToString(app.Public().(ed25519.PublicKey))})
 	now := time.Now()
 	slack := func(body, contentType string, secret string) (webhook.Header, []byte) {
 		h := webhook.Sign(webhook.Slack, []byte(secret), webhook.Delivery{Timestamp: now.Unix()}, []byte(body))
@@ -231,6 +236,11 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		return webhook.Sign(webhook.Linear, []byte("lin_wh_0123456789abcdef"), webhook.Delivery{ID: id, Event: "Issue"}, b), b
 	}
 	signed := []byte(`{"type":"refund.requested","id":"r-ed1","amount":35}`)
+	discord := func(key ed25519.PrivateKey, body string) webhook.Header {
+		return webhook.SignEd25519(webhook.Discord, key, webhook.Delivery{Timestamp: now.Unix()}, []byte(body))
+	}
+	const refundCommand = `{"type":2,"id":"111","data":{"name":"refund","options":[{"name":"amount","value":25}]},"member":{"user":{"id":"u-7"}}}`
+	const emptyCommand = `{"type":2,"id":"112","data":{"name":"refund"},"member":{"user":{"id":"u-7"}}}`
 	steps := []struct {
 		name   string
 		hook   string
@@ -241,16 +251,20 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 	}{
 		{"slack's handshake is answered with its challenge", "chat", nil, nil, 200, `{"challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}`},
 		{"a handshake under another secret", "chat", nil, nil, 401, `…the signature does not match`},
-		{"a slash command starts a run, answered with nothing", "chat", nil, nil, 200, ``},
-		{"the same command delivered again: nothing", "chat", nil, nil, 200, ``},
-		{"a command the hook does not act on: nothing", "chat", nil, nil, 200, ``},
+		{"a slash command starts a run, said to its sender alone", "chat", nil, nil, 200, `{"response_type":"ephemeral","text":"Started run chat-398.474.803a."}`},
+		{"the same command delivered again", "chat", nil, nil, 200, `{"response_type":"ephemeral","text":"Taken already: run chat-398.474.803a."}`},
+		{"a command the hook does not act on", "chat", nil, nil, 200, `{"response_type":"ephemeral","text":"Not acted on: the event \"/deploy\" is not one this webhook acts on."}`},
 		{"a mention starts a run", "mentions", nil, nil, 201, `…"run_id":"mentions-Ev42"…`},
 		{"a form where only JSON is sent", "issues", nil, nil, 415, `…application/json…`},
 		{"a Linear issue created", "issues", nil, nil, 201, `…"run_id":"issues-lin-1"…`},
 		{"a Linear issue updated", "issues", nil, nil, 200, `…"ignored":"the body does not hold the webhook's value at /action"…`},
 		{"a Linear delivery sent six minutes ago", "issues", nil, nil, 401, `…tolerance is 5m0s…`},
-		{"v1a under the sender's key", "signed", webhook.SignEd25519(signer, webhook.Delivery{ID: "ed-1", Timestamp: now.Unix()}, signed), signed, 201, `…"run_id":"signed-ed-1"…`},
+		{"v1a under the sender's key", "signed", webhook.SignEd25519(webhook.Standard, signer, webhook.Delivery{ID: "ed-1", Timestamp: now.Unix()}, signed), signed, 201, `…"run_id":"signed-ed-1"…`},
 		{"v1 under a secret the server does not hold", "signed", webhook.Sign(webhook.Standard, []byte("0123456789abcdef"), webhook.Delivery{ID: "ed-2", Timestamp: now.Unix()}, signed), signed, 401, `…offers no v1a signature…`},
+		{"discord's PING", "bot", discord(app, `{"type":1}`), []byte(`{"type":1}`), 200, `{"type":1}`},
+		{"a PING under another key", "bot", discord(signer, `{"type":1}`), []byte(`{"type":1}`), 401, `…public keys…`},
+		{"a discord command starts a run", "bot", discord(app, refundCommand), []byte(refundCommand), 200, `{"data":{"content":"Started run bot-111.","flags":64},"type":4}`},
+		{"a command without its amount is refused, said to its sender", "bot", discord(app, emptyCommand), []byte(emptyCommand), 200, `…"content":"Refused: the input: /refunds/0/amount: the body has nothing at {/data/options/0/value}"…`},
 	}
 	steps[0].h, steps[0].body = slack(`{"token":"x","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`, "application/json", slackSecret)
 	steps[1].h, steps[1].body = slack(`{"token":"x","challenge":"c","type":"url_verification"}`, "application/json", "another-slack-secret-0123")
@@ -279,7 +293,7 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		ids = append(ids, r.ID)
 	}
 	slices.Sort(ids)
-	if want := []string{"chat-398.474.803a", "issues-lin-1", "mentions-Ev42", "signed-ed-1"}; !slices.Equal(ids, want) {
+	if want := []string{"bot-111", "chat-398.474.803a", "issues-lin-1", "mentions-Ev42", "signed-ed-1"}; !slices.Equal(ids, want) {
 		t.Fatalf("runs %v, want %v", ids, want)
 	}
 	in, err := f.store.Inbox(ctx, "chat-398.474.803a", false)
@@ -294,6 +308,9 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		`flrh_webhook_deliveries_total{outcome="ignored",webhook="chat"} 1`,
 		`flrh_webhook_deliveries_total{outcome="refused",webhook="chat"} 1`,
 		`flrh_webhook_deliveries_total{outcome="refused",webhook="issues"} 2`,
+		`flrh_webhook_deliveries_total{outcome="handshake",webhook="bot"} 1`,
+		`flrh_webhook_deliveries_total{outcome="failed",webhook="bot"} 1`,
+		`flrh_webhook_parked_total{webhook="bot"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)

@@ -8,7 +8,7 @@
 // run's input of the body is package jsontemplate's; reading the request,
 // finding the secrets and handing the input to a run are the server's.
 //
-// Seven signing schemes are understood, each as its senders write it:
+// Eight signing schemes are understood, each as its senders write it:
 //
 //   - Standard Webhooks (standardwebhooks.com; Svix and the providers on
 //     it send the same with svix- headers): webhook-id, webhook-timestamp
@@ -34,10 +34,19 @@
 //     event is named by its event_id; a slash command's form and an
 //     interaction's payload by their trigger_id, and a person waits on
 //     the answer (Delivery.Interactive). The url_verification handshake
-//     verifies like any request and gives its challenge to answer.
+//     verifies like any request and gives the answer its challenge takes
+//     (Delivery.Handshake).
 //   - Linear: Linear-Signature, the hex HMAC-SHA256 of the body, which
 //     carries the time it was sent (webhookTimestamp, in milliseconds);
 //     Linear-Delivery and Linear-Event.
+//   - Discord: an application's interactions, X-Signature-Ed25519 over
+//     the X-Signature-Timestamp and the body, verified with the
+//     application's public key; a PING gives its handshake, a command,
+//     button or modal its id and name, and a person waits on the answer.
+//
+// Reply writes what a person who sent an interactive delivery (a Slack
+// slash command or interaction, a Discord interaction) is answered, as
+// their sender shows it.
 //
 // A timestamp outside the verifier's tolerance (five minutes either way
 // unless told otherwise) is refused, like a signature that does not

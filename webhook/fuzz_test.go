@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"crypto/ed25519"
 	"testing"
 
 	"flrh.dev/flrh/webhook"
@@ -18,6 +19,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add("standard", "v1,", "{}")
 	f.Add("slack", "v0=", `{"type":"url_verification","challenge":"c"}`)
 	f.Add("linear", "", `{"webhookTimestamp":1800000000000}`)
+	f.Add("discord", "00", `{"type":1}`)
 	f.Add("stripe", "t=1800000000,v1=", `{"id":"x","type":"y"}`)
 	f.Fuzz(func(t *testing.T, scheme, sig, b string) {
 		s := webhook.Scheme(scheme)
@@ -32,7 +34,7 @@ func FuzzVerify(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if (d.ID == "") == (d.Challenge == "") || d.Body == nil {
+		if (d.ID == "") == (d.Handshake == nil) || d.Body == nil {
 			t.Fatalf("accepted without an id or a challenge, or without a body: %+v", d)
 		}
 		want := webhook.Sign(s, secret, webhook.Delivery{ID: signed.ID, Event: signed.Event, Timestamp: signed.Timestamp}, []byte(b))
@@ -45,7 +47,7 @@ func FuzzVerify(f *testing.F) {
 }
 
 // signatureHeaders are the headers that carry each scheme's signature.
-var signatureHeaders = []string{"Webhook-Signature", "X-Hub-Signature-256", "Stripe-Signature", "X-Shopify-Hmac-Sha256", "X-Gitlab-Token", "X-Slack-Signature", "Linear-Signature"}
+var signatureHeaders = []string{"Webhook-Signature", "X-Hub-Signature-256", "Stripe-Signature", "X-Shopify-Hmac-Sha256", "X-Gitlab-Token", "X-Slack-Signature", "Linear-Signature", "X-Signature-Ed25519"}
 
 // FuzzSlackBody: whatever body a Slack request signs, JSON or form,
 // reading it panics nothing, and what is accepted is named by an id or is
@@ -65,7 +67,28 @@ func FuzzSlackBody(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if (d.ID == "") == (d.Challenge == "") || d.Body == nil || d.Interactive != form || (d.ID != "" && d.Event == "") {
+		if (d.ID == "") == (d.Handshake == nil) || d.Body == nil || d.Interactive != form || (d.ID != "" && d.Event == "") {
+			t.Fatalf("accepted %q as %+v", b, d)
+		}
+	})
+}
+
+// FuzzDiscordBody: whatever body a Discord interaction signs, reading it
+// panics nothing, and what is accepted is named by an id and a person
+// waits on it, or is the PING.
+func FuzzDiscordBody(f *testing.F) {
+	f.Add(`{"type":1}`)
+	f.Add(`{"type":2,"id":"1","data":{"name":"refund"}}`)
+	f.Add(`{"type":3,"id":"2","data":{"custom_id":"ok"}}`)
+	f.Add(`{"type":5,"id":"3","data":{"custom_id":"form"}}`)
+	key := ed25519.NewKeyFromSeed(seed([]byte("discord app")))
+	v := webhook.Verifier{Scheme: webhook.Discord, PublicKeys: []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}}
+	f.Fuzz(func(t *testing.T, b string) {
+		d, err := v.Verify(webhook.SignEd25519(webhook.Discord, key, signed, []byte(b)), []byte(b), now)
+		if err != nil {
+			return
+		}
+		if (d.ID == "") == (d.Handshake == nil) || d.Body == nil || d.Interactive != (d.ID != "") || (d.ID != "" && d.Event == "") {
 			t.Fatalf("accepted %q as %+v", b, d)
 		}
 	})

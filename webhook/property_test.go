@@ -30,8 +30,11 @@ func TestSignedDeliveriesVerify(t *testing.T) {
 		// The body carries what each scheme reads from it: Stripe's and
 		// Standard's id and type, Slack's event, Linear's signed time.
 		obj := map[string]any{"id": id, "type": event, "event_id": id, "event": map[string]any{"type": event}, "webhookTimestamp": at.UnixMilli()}
-		if scheme == webhook.Slack {
+		switch scheme {
+		case webhook.Slack:
 			obj["type"] = "event_callback"
+		case webhook.Discord:
+			obj["type"], obj["data"] = 2, map[string]any{"name": event}
 		}
 		for k, v := range fields {
 			if _, taken := obj[k]; !taken {
@@ -43,12 +46,12 @@ func TestSignedDeliveriesVerify(t *testing.T) {
 		h := webhook.Sign(scheme, key, d, body)
 		v := webhook.Verifier{Scheme: scheme, Secrets: [][]byte{wrong, key}}
 		without := webhook.Verifier{Scheme: scheme, Secrets: [][]byte{wrong}}
-		// Standard Webhooks signed with an Ed25519 key instead (v1a),
-		// verified with its public half.
-		if scheme == webhook.Standard && rapid.Bool().Draw(t, "ed25519") {
+		// Discord, and Standard Webhooks signed with an Ed25519 key
+		// instead (v1a), verified with the key's public half.
+		if scheme == webhook.Discord || (scheme == webhook.Standard && rapid.Bool().Draw(t, "ed25519")) {
 			signer := ed25519.NewKeyFromSeed(seed(key))
 			stranger := ed25519.NewKeyFromSeed(seed(wrong)).Public().(ed25519.PublicKey)
-			h = webhook.SignEd25519(signer, d, body)
+			h = webhook.SignEd25519(scheme, signer, d, body)
 			v = webhook.Verifier{Scheme: scheme, PublicKeys: []ed25519.PublicKey{stranger, signer.Public().(ed25519.PublicKey)}}
 			without = webhook.Verifier{Scheme: scheme, PublicKeys: []ed25519.PublicKey{stranger}}
 		}
@@ -66,7 +69,7 @@ func TestSignedDeliveriesVerify(t *testing.T) {
 		}
 		// One byte of the signature header changed.
 		name := map[webhook.Scheme]string{webhook.Standard: "Webhook-Signature", webhook.GitHub: "X-Hub-Signature-256", webhook.Stripe: "Stripe-Signature",
-			webhook.Shopify: "X-Shopify-Hmac-Sha256", webhook.GitLab: "X-Gitlab-Token", webhook.Slack: "X-Slack-Signature", webhook.Linear: "Linear-Signature"}[scheme]
+			webhook.Shopify: "X-Shopify-Hmac-Sha256", webhook.GitLab: "X-Gitlab-Token", webhook.Slack: "X-Slack-Signature", webhook.Linear: "Linear-Signature", webhook.Discord: "X-Signature-Ed25519"}[scheme]
 		sig := []byte(h[name][0])
 		j := rapid.IntRange(0, len(sig)-1).Draw(t, "sigAt")
 		sig[j] ^= byte(rapid.IntRange(1, 127).Draw(t, "sigXor"))

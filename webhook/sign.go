@@ -56,11 +56,17 @@ func Sign(s Scheme, secret []byte, d Delivery, body []byte) Header {
 	return Header{}
 }
 
-// SignEd25519 writes the header fields of a Standard Webhooks delivery
-// of body signed with key: a v1a signature, which the key's public half
-// (whpk_…) verifies.
-func SignEd25519(key ed25519.PrivateKey, d Delivery, body []byte) Header {
+// SignEd25519 writes the header fields of a delivery of body signed with
+// key in scheme s, which the key's public half verifies: Standard
+// Webhooks' (a v1a signature) or Discord's (X-Signature-Ed25519).
+func SignEd25519(s Scheme, key ed25519.PrivateKey, d Delivery, body []byte) Header {
 	ts := strconv.FormatInt(d.Timestamp, 10)
+	if s == Discord {
+		return Header{
+			"X-Signature-Ed25519":   {hex.EncodeToString(ed25519.Sign(key, append([]byte(ts), body...)))},
+			"X-Signature-Timestamp": {ts},
+		}
+	}
 	msg := append([]byte(d.ID+"."+ts+"."), body...)
 	return Header{
 		"Webhook-Id":        {d.ID},

@@ -39,7 +39,7 @@ func slackBody(h Header, body []byte, d Delivery) (Delivery, error) {
 			if !validID(challenge) {
 				return Delivery{}, refuse(ReasonMalformed, "", "a url_verification carries a challenge of 1 to %d visible ASCII characters", maxIDBytes)
 			}
-			d.Body, d.Challenge = doc, challenge
+			d.Body, d.Handshake = doc, map[string]any{"challenge": challenge}
 			return d, nil
 		}
 		id, _ := obj["event_id"].(string)

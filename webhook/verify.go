@@ -35,13 +35,17 @@ const (
 	Slack Scheme = "slack"
 	// Linear is Linear's Linear-Signature, with the time the body signs.
 	Linear Scheme = "linear"
+	// Discord is Discord's interactions (X-Signature-Ed25519): slash
+	// commands, buttons and modals, signed with the application's key
+	// and verified with its public key.
+	Discord Scheme = "discord"
 )
 
 // Schemes lists the schemes Verify understands.
-var Schemes = []Scheme{Standard, GitHub, Stripe, Shopify, GitLab, Slack, Linear}
+var Schemes = []Scheme{Standard, GitHub, Stripe, Shopify, GitLab, Slack, Linear, Discord}
 
 // schemeList names the schemes in a refusal.
-const schemeList = "standard, github, stripe, shopify, gitlab, slack or linear"
+const schemeList = "standard, github, stripe, shopify, gitlab, slack, linear or discord"
 
 // DefaultTolerance is how far a signed timestamp may be from the time a
 // delivery is judged at, either way, when the verifier does not say: the
@@ -102,6 +106,8 @@ func ParseSecret(s Scheme, text string) ([]byte, error) {
 			return nil, refuse(ReasonSecret, "", "a Standard Webhooks secret is base64 (whsec_ then base64), and this one does not decode")
 		}
 	case GitHub, Stripe, Shopify, GitLab, Slack, Linear:
+	case Discord:
+		return nil, refuse(ReasonSecret, "", "a Discord application is verified with its public key (64 hex digits), which holds no secret")
 	default:
 		return nil, refuse(ReasonSecret, "", "no signing scheme %q (%s)", s, schemeList)
 	}
@@ -127,9 +133,17 @@ func ParsePublicKey(text string) (ed25519.PublicKey, error) {
 }
 
 // AddKey reads a key as the scheme's senders hand it out and adds it to
-// the verifier's: a Standard Webhooks public key (whpk_…) to PublicKeys,
-// any other to Secrets (ParseSecret).
+// the verifier's: a Standard Webhooks public key (whpk_…) or a Discord
+// application's (hex) to PublicKeys, any other to Secrets (ParseSecret).
 func (v *Verifier) AddKey(text string) error {
+	if v.Scheme == Discord {
+		key, err := lowerHex(text)
+		if err != nil || len(key) != ed25519.PublicKeySize {
+			return refuse(ReasonSecret, "", "a Discord application's public key is %d lower-case hex digits", 2*ed25519.PublicKeySize)
+		}
+		v.PublicKeys = append(v.PublicKeys, ed25519.PublicKey(key))
+		return nil
+	}
 	if v.Scheme == Standard && strings.HasPrefix(text, "whpk_") {
 		key, err := ParsePublicKey(text)
 		if err != nil {
@@ -153,9 +167,10 @@ type Verifier struct {
 	// Secrets are the keys a delivery may be signed with: one, or the old
 	// and the new while the sender rotates. Any one verifies.
 	Secrets [][]byte
-	// PublicKeys verify Standard Webhooks' v1a signatures (Ed25519), which
-	// only the sender can make: a receiver holding them cannot sign, so a
-	// leaked key forges nothing. Any one verifies, as any secret does.
+	// PublicKeys verify Ed25519 signatures (Standard Webhooks' v1a,
+	// Discord's), which only the sender can make: a receiver holding them
+	// cannot sign, so a leaked key forges nothing. Any one verifies, as
+	// any secret does.
 	PublicKeys []ed25519.PublicKey
 	// Tolerance is how far a signed timestamp may be from now, either
 	// way; 0 means DefaultTolerance. GitHub signs none.
@@ -179,13 +194,14 @@ type Delivery struct {
 	// template reads them exactly. A Slack form (a slash command) is an
 	// object of its fields' strings; an interaction, its payload.
 	Body any
-	// Challenge, when not empty, is a sender's handshake rather than an
-	// event: Slack's url_verification, which a receiver answers with the
-	// challenge and acts on no further. ID is then empty.
-	Challenge string
+	// Handshake, when not nil, is what a receiver answers (as JSON) to a
+	// sender's check of its endpoint rather than an event, acting on it
+	// no further: Slack's url_verification ({"challenge": …}), Discord's
+	// PING ({"type": 1}). ID is then empty.
+	Handshake any
 	// Interactive reports that a person waits on the answer (a Slack
-	// slash command or interaction): the sender shows them what the
-	// receiver answers, so the receiver answers with an empty 200.
+	// slash command or interaction, a Discord interaction): the sender
+	// shows them what the receiver answers, which Reply writes.
 	Interactive bool
 }
 
@@ -198,8 +214,11 @@ func (v Verifier) Verify(h Header, body []byte, now time.Time) (Delivery, error)
 	if len(v.Secrets) == 0 && len(v.PublicKeys) == 0 {
 		return Delivery{}, refuse(ReasonSecret, "", "the verifier holds no secret")
 	}
-	if len(v.PublicKeys) > 0 && v.Scheme != Standard {
-		return Delivery{}, refuse(ReasonSecret, "", "only Standard Webhooks signs with a public key, not %s", v.Scheme)
+	if len(v.PublicKeys) > 0 && v.Scheme != Standard && v.Scheme != Discord {
+		return Delivery{}, refuse(ReasonSecret, "", "only Standard Webhooks and Discord sign with a public key, not %s", v.Scheme)
+	}
+	if v.Scheme == Discord && len(v.PublicKeys) == 0 {
+		return Delivery{}, refuse(ReasonSecret, "", "a Discord webhook is verified with the application's public key, and holds none")
 	}
 	var d Delivery
 	var err error
@@ -218,6 +237,8 @@ func (v Verifier) Verify(h Header, body []byte, now time.Time) (Delivery, error)
 		d, err = v.slack(h, body)
 	case Linear:
 		d, err = v.linear(h, body)
+	case Discord:
+		d, err = v.discord(h, body)
 	default:
 		return Delivery{}, refuse(ReasonSecret, "", "no signing scheme %q (%s)", v.Scheme, schemeList)
 	}
@@ -229,8 +250,11 @@ func (v Verifier) Verify(h Header, body []byte, now time.Time) (Delivery, error)
 			return Delivery{}, err
 		}
 	}
-	if v.Scheme == Slack {
+	switch v.Scheme {
+	case Slack:
 		return slackBody(h, body, d)
+	case Discord:
+		return discordBody(body, d)
 	}
 	if d.Body, err = jsontemplate.Decode(body); err != nil {
 		return Delivery{}, refuse(ReasonMalformed, "", "the body is not JSON: %v", err)
@@ -351,7 +375,7 @@ func (v Verifier) matchesPublic(offered [][]byte, prefix string, body []byte) bo
 
 // signsTime reports whether the scheme signs the time a delivery was
 // sent: the others' replays are caught by their ids alone.
-func (s Scheme) signsTime() bool { return s == Standard || s == Stripe || s == Slack }
+func (s Scheme) signsTime() bool { return s == Standard || s == Stripe || s == Slack || s == Discord }
 
 // shopify checks a Shopify delivery: the base64 HMAC-SHA256 of the body.
 func (v Verifier) shopify(h Header, body []byte) (Delivery, error) {

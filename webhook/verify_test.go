@@ -3,8 +3,10 @@ package webhook_test
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -262,6 +264,7 @@ func TestParseSecret(t *testing.T) {
 		{"gitea", "whatever-whatever-whatever", ""},
 		{webhook.Shopify, "shpss_0123456789abcdef", "shpss_0123456789abcdef"},
 		{webhook.GitLab, "short-token", ""},
+		{webhook.Discord, "a-secret-of-sixteen-bytes-or-more", ""},
 	}
 	for _, c := range cases {
 		got, err := webhook.ParseSecret(c.scheme, c.text)
@@ -319,7 +322,11 @@ func TestVerifySlack(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || d.ID != c.id || d.Event != c.event || d.Challenge != c.challenge || d.Interactive != c.interactive || d.Body == nil || d.Timestamp != now.Unix() {
+			var handshake any
+			if c.challenge != "" {
+				handshake = map[string]any{"challenge": c.challenge}
+			}
+			if err != nil || d.ID != c.id || d.Event != c.event || !reflect.DeepEqual(d.Handshake, handshake) || d.Interactive != c.interactive || d.Body == nil || d.Timestamp != now.Unix() {
 				t.Fatalf("got %+v, %v", d, err)
 			}
 		})
@@ -332,7 +339,7 @@ func TestVerifyEd25519(t *testing.T) {
 	signer := ed25519.NewKeyFromSeed(seed([]byte("signer")))
 	stranger := ed25519.NewKeyFromSeed(seed([]byte("stranger")))
 	pub := signer.Public().(ed25519.PublicKey)
-	v1a := webhook.SignEd25519(signer, signed, body)
+	v1a := webhook.SignEd25519(webhook.Standard, signer, signed, body)
 	v1 := webhook.Sign(webhook.Standard, secret, signed, body)
 	sigA := v1a["Webhook-Signature"][0]
 	both := with(v1a, "Webhook-Signature", v1["Webhook-Signature"][0]+" "+sigA)
@@ -409,5 +416,91 @@ func TestAddKey(t *testing.T) {
 	}
 	if got, err := webhook.ParsePublicKey(whpk); err != nil || !got.Equal(pub) {
 		t.Fatalf("ParsePublicKey: %v", err)
+	}
+}
+
+// Discord's interactions: its PING answered, commands, components and
+// modals named by their ids, everything else refused.
+func TestVerifyDiscord(t *testing.T) {
+	app := ed25519.NewKeyFromSeed(seed([]byte("discord app")))
+	other := ed25519.NewKeyFromSeed(seed([]byte("another app")))
+	v := webhook.Verifier{Scheme: webhook.Discord}
+	if err := v.AddKey(hex.EncodeToString(app.Public().(ed25519.PublicKey))); err != nil {
+		t.Fatal(err)
+	}
+	at := func(body string, when int64, key ed25519.PrivateKey) webhook.Header {
+		return webhook.SignEd25519(webhook.Discord, key, webhook.Delivery{Timestamp: when}, []byte(body))
+	}
+	const command = `{"type":2,"id":"1234567890","application_id":"a","data":{"name":"refund","options":[{"name":"amount","value":40}]},"member":{"user":{"id":"u1"}}}`
+	cases := []struct {
+		name      string
+		h         webhook.Header
+		body      string
+		id, event string
+		handshake any
+		reason    webhook.Reason
+		words     string
+	}{
+		{"a ping", at(`{"type":1}`, now.Unix(), app), `{"type":1}`, "", "", map[string]any{"type": 1}, "", ""},
+		{"a command", at(command, now.Unix(), app), command, "1234567890", "refund", nil, "", ""},
+		{"a button", at(`{"type":3,"id":"99","data":{"custom_id":"approve:r-1"}}`, now.Unix(), app), `{"type":3,"id":"99","data":{"custom_id":"approve:r-1"}}`, "99", "approve:r-1", nil, "", ""},
+		{"a modal", at(`{"type":5,"id":"98","data":{"custom_id":"refund-form"}}`, now.Unix(), app), `{"type":5,"id":"98","data":{"custom_id":"refund-form"}}`, "98", "refund-form", nil, "", ""},
+		{"an autocompletion", at(`{"type":4,"id":"97","data":{"name":"refund"}}`, now.Unix(), app), `{"type":4,"id":"97","data":{"name":"refund"}}`, "", "", nil, webhook.ReasonMalformed, "autocompletion"},
+		{"a type flrh does not know", at(`{"type":9,"id":"96"}`, now.Unix(), app), `{"type":9,"id":"96"}`, "", "", nil, webhook.ReasonMalformed, "type 9"},
+		{"a command without its name", at(`{"type":2,"id":"95","data":{}}`, now.Unix(), app), `{"type":2,"id":"95","data":{}}`, "", "", nil, webhook.ReasonMalformed, `"name"`},
+		{"a type that is a string", at(`{"type":"2","id":"94"}`, now.Unix(), app), `{"type":"2","id":"94"}`, "", "", nil, webhook.ReasonMalformed, "integer"},
+		{"another application's key", at(command, now.Unix(), other), command, "", "", nil, webhook.ReasonSignature, "public keys"},
+		{"the body changed", at(command, now.Unix(), app), strings.Replace(command, "40", "400", 1), "", "", nil, webhook.ReasonSignature, ""},
+		{"the time changed", with(at(command, now.Unix(), app), "X-Signature-Timestamp", "1800000001"), command, "", "", nil, webhook.ReasonSignature, ""},
+		{"six minutes old", at(command, minutes(-6), app), command, "", "", nil, webhook.ReasonStale, ""},
+		{"upper-case hex", with(at(command, now.Unix(), app), "X-Signature-Ed25519", strings.ToUpper(at(command, now.Unix(), app)["X-Signature-Ed25519"][0])), command, "", "", nil, webhook.ReasonMalformed, "128 hex digits"},
+		{"no signature", with(at(command, now.Unix(), app), "X-Signature-Ed25519"), command, "", "", nil, webhook.ReasonMissing, "X-Signature-Ed25519"},
+		{"no time", with(at(command, now.Unix(), app), "X-Signature-Timestamp"), command, "", "", nil, webhook.ReasonMissing, "X-Signature-Timestamp"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := v.Verify(c.h, []byte(c.body), now)
+			if c.reason != "" {
+				if !errors.Is(err, &webhook.Error{Reason: c.reason}) || !strings.Contains(err.Error(), c.words) || d.Body != nil {
+					t.Fatalf("got %+v, %v; want a %s refusal saying %q", d, err, c.reason, c.words)
+				}
+				return
+			}
+			if err != nil || d.ID != c.id || d.Event != c.event || !reflect.DeepEqual(d.Handshake, c.handshake) || d.Interactive != (c.handshake == nil) || d.Body == nil {
+				t.Fatalf("got %+v, %v", d, err)
+			}
+		})
+	}
+	// Keys: the application's public key in hex, and nothing else.
+	for _, bad := range []string{"", "zz", strings.Repeat("AB", 32), hex.EncodeToString(app.Public().(ed25519.PublicKey))[:62]} {
+		w := webhook.Verifier{Scheme: webhook.Discord}
+		if err := w.AddKey(bad); !errors.Is(err, &webhook.Error{Reason: webhook.ReasonSecret}) || len(w.PublicKeys) != 0 {
+			t.Errorf("key %q: %v", bad, err)
+		}
+	}
+	if _, err := (webhook.Verifier{Scheme: webhook.Discord, Secrets: [][]byte{secret}}).Verify(at(command, now.Unix(), app), []byte(command), now); !errors.Is(err, &webhook.Error{Reason: webhook.ReasonSecret}) {
+		t.Errorf("a Discord verifier holding a secret: %v", err)
+	}
+}
+
+// What a person who sent an interactive delivery is shown.
+func TestReply(t *testing.T) {
+	cases := []struct {
+		scheme webhook.Scheme
+		event  string
+		text   string
+		body   string
+	}{
+		{webhook.Slack, "/refund", "Started run chat-1.", `{"response_type":"ephemeral","text":"Started run chat-1."}`},
+		{webhook.Slack, "block_actions", "Started run chat-1.", ``},
+		{webhook.Slack, "view_submission", "Refused: no amount.", ``},
+		{webhook.Discord, "refund", "Started run d-1.", `{"data":{"content":"Started run d-1.","flags":64},"type":4}`},
+		{webhook.Discord, "refund", strings.Repeat("é", 2100), `{"data":{"content":"` + strings.Repeat("é", 1999) + `…","flags":64},"type":4}`},
+	}
+	for _, c := range cases {
+		status, ctype, body := webhook.Reply(c.scheme, webhook.Delivery{Event: c.event, Interactive: true}, c.text)
+		if status != 200 || string(body) != c.body || (ctype == "") != (c.body == "") {
+			t.Errorf("%s %s: %d %q %s; want %s", c.scheme, c.event, status, ctype, body, c.body)
+		}
 	}
 }

@@ -145,7 +145,7 @@ to URL/v1/hooks/NAME as JSON and prints the answer: a way to try a webhook,
 its templates and the run it makes before its sender is pointed at flrh.
 The id is the delivery's (a Stripe or Slack event's is its body's own);
 sending one again shows that a delivery is taken once. A webhook holding
-its sender's public key (whpk_) cannot sign. Exit status 1 when the server
+its sender's public key (Standard Webhooks' whpk_, Discord's) cannot sign. Exit status 1 when the server
 refuses the delivery.`,
 		Example: `  flrh webhook send shop --webhooks webhooks.yaml --body refund.json --url http://127.0.0.1:7700
   flrh webhook send tracker --webhooks webhooks.yaml --body issue.json --event issues --id 7c1e`,
@@ -177,7 +177,7 @@ refuses the delivery.`,
 				return usagef("%v", err)
 			}
 			if len(keys.Secrets) == 0 {
-				return usagef("webhook %s holds its sender's public key (whpk_), which verifies and cannot sign", spec.Name)
+				return usagef("webhook %s holds its sender's public key, which verifies and cannot sign", spec.Name)
 			}
 			secret := keys.Secrets[0]
 			body, err := os.ReadFile(bodyFile)

@@ -1,12 +1,15 @@
 // Package webhook sets flrh's webhook verification (package webhook)
 // beside the senders' own libraries: Standard Webhooks' Go library,
-// stripe-go's webhook package and slack-go's request verifier. A differential test over deliveries drawn
+// stripe-go's webhook package, slack-go's request verifier and
+// discordgo's VerifyInteraction. A differential test over deliveries drawn
 // at random (signed right or bent, early, late) checks that flrh reaches
 // the same verdict, or the stricter one where it means to; benchmarks
 // measure one verification each, side by side.
 package webhook
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -16,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
 	"github.com/slack-go/slack"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
@@ -209,6 +213,93 @@ func BenchmarkVerifySlack(b *testing.B) {
 		for b.Loop() {
 			if err := slackGo(h, body); err != nil {
 				b.Fatal(err)
+			}
+			var v any
+			if err := json.Unmarshal(body, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// discordEvent makes a slash command's interaction of a drawn body.
+func discordEvent(body []byte, id string) []byte {
+	var fields map[string]any
+	json.Unmarshal(body, &fields)
+	fields["type"], fields["id"], fields["data"] = 2, id, map[string]any{"name": "refund"}
+	b, _ := json.Marshal(fields)
+	return b
+}
+
+var discordKey = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+
+// discordGo verifies as discordgo's receivers do.
+func discordGo(h webhook.Header, body []byte) bool {
+	req, _ := http.NewRequest("POST", "http://flrh.test/interactions", bytes.NewReader(body))
+	req.Header = http.Header(h)
+	return discordgo.VerifyInteraction(req, discordKey.Public().(ed25519.PublicKey))
+}
+
+func TestAgreesWithDiscordGo(t *testing.T) {
+	flrh := webhook.Verifier{Scheme: webhook.Discord, PublicKeys: []ed25519.PublicKey{discordKey.Public().(ed25519.PublicKey)}}
+	other := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{8}, ed25519.SeedSize))
+	r := rand.New(rand.NewPCG(7, 8))
+	accepted, stricter := 0, 0
+	for i := range 3000 {
+		now := time.Now()
+		body, id, at, bend := draw(r, now)
+		body = discordEvent(body, id)
+		d := webhook.Delivery{Timestamp: at.Unix()}
+		h, body := bent(webhook.SignEd25519(webhook.Discord, discordKey, d, body), "X-Signature-Ed25519", body, bend, r, func() webhook.Header {
+			return webhook.SignEd25519(webhook.Discord, other, d, body)
+		})
+		_, ferr := flrh.Verify(h, body, now)
+		ok := discordGo(h, body)
+		switch {
+		case (ferr == nil) == ok:
+			if ok {
+				accepted++
+			}
+		case ferr != nil && ok && at.Sub(now).Abs() > webhook.DefaultTolerance:
+			// discordgo does not judge the time signed; flrh refuses one
+			// beyond the tolerance, as it does every scheme's.
+			stricter++
+		default:
+			t.Fatalf("delivery %d (bend %d, signed %s from now): flrh %v, discordgo %v", i, bend, at.Sub(now).Round(time.Second), ferr, ok)
+		}
+	}
+	t.Logf("3000 interactions, %d accepted by both, %d signed outside the tolerance refused by flrh alone", accepted, stricter)
+	if accepted < 300 || stricter == 0 {
+		t.Fatalf("%d accepted, %d stricter: the draw does not exercise both", accepted, stricter)
+	}
+}
+
+func BenchmarkVerifyDiscord(b *testing.B) {
+	now := time.Now()
+	body := discordEvent(benchBody, "1234567890")
+	h := webhook.SignEd25519(webhook.Discord, discordKey, webhook.Delivery{Timestamp: now.Unix()}, body)
+	b.Run("flrh", func(b *testing.B) {
+		v := webhook.Verifier{Scheme: webhook.Discord, PublicKeys: []ed25519.PublicKey{discordKey.Public().(ed25519.PublicKey)}}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Verify(h, body, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("discordgo", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !discordGo(h, body) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("discordgo+decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if !discordGo(h, body) {
+				b.Fatal("refused")
 			}
 			var v any
 			if err := json.Unmarshal(body, &v); err != nil {

@@ -49,6 +49,7 @@ type WebhookSpec struct {
 	Input            json.RawMessage            `json:"input,omitempty"`
 	Actor            string                     `json:"actor,omitempty"`
 	KeepRefused      *int                       `json:"keep_refused,omitempty"`
+	URL              string                     `json:"url,omitempty"`
 }
 
 // DefaultKeepRefused is how many deliveries a webhook keeps parked when
@@ -133,7 +134,7 @@ func LoadWebhooks(specs []WebhookSpec, dir string, getenv func(string) string) (
 // cannot be read, or a key the scheme cannot use is an error naming the
 // webhook and where the key was looked for, never the key.
 func WebhookKeys(spec WebhookSpec, dir string, getenv func(string) string) (webhook.Verifier, error) {
-	v := webhook.Verifier{Scheme: spec.Scheme, Tolerance: time.Duration(spec.ToleranceSeconds) * time.Second}
+	v := webhook.Verifier{Scheme: spec.Scheme, Tolerance: time.Duration(spec.ToleranceSeconds) * time.Second, URL: spec.URL}
 	add := func(where, text string) error {
 		if err := v.AddKey(text); err != nil {
 			return fmt.Errorf("webhook %s: the secret in %s: %w", spec.Name, where, err)
@@ -168,6 +169,9 @@ func WebhookKeys(spec WebhookSpec, dir string, getenv func(string) string) (webh
 func compileWebhook(spec WebhookSpec) (*inboundHook, error) {
 	if len(spec.SecretEnv)+len(spec.SecretFile) == 0 {
 		return nil, errors.New("give the signing secret's secret_env or secret_file")
+	}
+	if (spec.URL != "") != (spec.Scheme == webhook.Twilio) {
+		return nil, errors.New("url is the URL Twilio posts to, which it signs: required for a twilio webhook, and for no other")
 	}
 	h := &inboundHook{spec: spec, start: spec.Start == nil || *spec.Start, actor: spec.Actor}
 	if h.actor == "" {
@@ -228,8 +232,8 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 	outcome := "refused"
 	defer func() { s.metrics.webhookDeliveries.WithLabelValues(name, outcome).Inc() }()
 	media := []string{"application/json"}
-	if h.spec.Scheme == webhook.Slack {
-		media = append(media, "application/x-www-form-urlencoded") // slash commands and interactions
+	if h.spec.Scheme == webhook.Slack || h.spec.Scheme == webhook.Twilio {
+		media = append(media, "application/x-www-form-urlencoded") // slash commands and interactions; Twilio's forms
 	}
 	body, aerr := readBodyOf(w, r, s.cfg.MaxBody, media...)
 	if aerr != nil {

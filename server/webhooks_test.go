@@ -219,10 +219,14 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
  {"name": "signed", "scheme": "standard", "secret_env": "SENDER_PUBLIC_KEY", "workflow": "refund-agent",
   "input": {"refunds": [{"id": "{/id}", "amount": "{/amount}", "payee": "hal", "reason": "{$event}"}]}},
  {"name": "bot", "scheme": "discord", "secret_env": "DISCORD_KEY", "workflow": "refund-agent",
-  "input": {"refunds": [{"id": "r-{$delivery}", "amount": "{/data/options/0/value}", "payee": "{/member/user/id}", "reason": "{$event}"}]}}
+  "input": {"refunds": [{"id": "r-{$delivery}", "amount": "{/data/options/0/value}", "payee": "{/member/user/id}", "reason": "{$event}"}]}},
+ {"name": "sms", "scheme": "twilio", "secret_env": "TWILIO_TOKEN", "url": "https://flrh.example.com/v1/hooks/sms", "workflow": "refund-agent",
+  "events": ["message.received"], "run_id": "sms-{/MessageSid}",
+  "input": {"refunds": [{"id": "r-{/MessageSid}", "amount": 10, "payee": "{/From}", "reason": "{/Body}"}]}}
 ]}`, map[string]string{"SLACK_SECRET": "8f742231b10e8888abcd99yyyzzz85a5", "LINEAR_SECRET": "lin_wh_0123456789abcdef",
 		"SENDER_PUBLIC_KEY": "whpk_" + base64.StdEncoding.EncodeToString(signer.Public().(ed25519.PublicKey)),
-		"DISCORD_KEY":       hex.EncodeToString(app.Public().(ed25519.PublicKey))})
+		"DISCORD_KEY":       hex.EncodeToString(app.Public().(ed25519.PublicKey)),
+		"TWILIO_TOKEN":      "twilio-auth-token-0123456789"})
 	now := time.Now()
 	slack := func(body, contentType string, secret string) (webhook.Header, []byte) {
 		h := webhook.Sign(webhook.Slack, []byte(secret), webhook.Delivery{Timestamp: now.Unix()}, []byte(body))
@@ -241,6 +245,11 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 	}
 	const refundCommand = `{"type":2,"id":"111","data":{"name":"refund","options":[{"name":"amount","value":25}]},"member":{"user":{"id":"u-7"}}}`
 	const emptyCommand = `{"type":2,"id":"112","data":{"name":"refund"},"member":{"user":{"id":"u-7"}}}`
+	twilio := func(token, body string) webhook.Header {
+		return webhook.SignTwilio([]byte(token), "https://flrh.example.com/v1/hooks/sms", webhook.Delivery{}, []byte(body))
+	}
+	const sms, delivered = "MessageSid=SM9&SmsStatus=received&From=%2B15551230000&Body=refund+please", "MessageSid=SM9&MessageStatus=delivered"
+	const twiml = `<?xml version="1.0" encoding="UTF-8"?><Response></Response>`
 	steps := []struct {
 		name   string
 		hook   string
@@ -265,6 +274,9 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		{"a PING under another key", "bot", discord(signer, `{"type":1}`), []byte(`{"type":1}`), 401, `…public keys…`},
 		{"a discord command starts a run", "bot", discord(app, refundCommand), []byte(refundCommand), 200, `{"data":{"content":"Started run bot-111.","flags":64},"type":4}`},
 		{"a command without its amount is refused, said to its sender", "bot", discord(app, emptyCommand), []byte(emptyCommand), 200, `…"content":"Refused: the input: /refunds/0/amount: the body has nothing at {/data/options/0/value}"…`},
+		{"an SMS starts a run, answered with empty TwiML", "sms", twilio("twilio-auth-token-0123456789", sms), []byte(sms), 200, twiml},
+		{"its status callback, not acted on", "sms", twilio("twilio-auth-token-0123456789", delivered), []byte(delivered), 200, twiml},
+		{"an SMS under another token", "sms", twilio("not-the-twilio-token-000000", sms), []byte(sms), 401, `…the URL and the form…`},
 	}
 	steps[0].h, steps[0].body = slack(`{"token":"x","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`, "application/json", slackSecret)
 	steps[1].h, steps[1].body = slack(`{"token":"x","challenge":"c","type":"url_verification"}`, "application/json", "another-slack-secret-0123")
@@ -293,7 +305,7 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		ids = append(ids, r.ID)
 	}
 	slices.Sort(ids)
-	if want := []string{"bot-111", "chat-398.474.803a", "issues-lin-1", "mentions-Ev42", "signed-ed-1"}; !slices.Equal(ids, want) {
+	if want := []string{"bot-111", "chat-398.474.803a", "issues-lin-1", "mentions-Ev42", "signed-ed-1", "sms-SM9"}; !slices.Equal(ids, want) {
 		t.Fatalf("runs %v, want %v", ids, want)
 	}
 	in, err := f.store.Inbox(ctx, "chat-398.474.803a", false)
@@ -311,6 +323,8 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		`flrh_webhook_deliveries_total{outcome="handshake",webhook="bot"} 1`,
 		`flrh_webhook_deliveries_total{outcome="failed",webhook="bot"} 1`,
 		`flrh_webhook_parked_total{webhook="bot"} 1`,
+		`flrh_webhook_deliveries_total{outcome="started",webhook="sms"} 1`,
+		`flrh_webhook_deliveries_total{outcome="ignored",webhook="sms"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
@@ -327,6 +341,8 @@ func TestParseWebhooksRefuses(t *testing.T) {
 		{"an unknown scheme", `{"webhooks":[{"name":"shop","scheme":"gitea","secret_env":"S","workflow":"refund-agent"}]}`, "/webhooks/0/scheme"},
 		{"a name that is no path segment", `{"webhooks":[{"name":"Shop/1","scheme":"standard","secret_env":"S","workflow":"w"}]}`, "/webhooks/0/name"},
 		{"an unknown member", hook(`,"secret":"x"`), "secret"},
+		{"twilio without its url", `{"webhooks":[{"name":"sms","scheme":"twilio","secret_env":"S","workflow":"w"}]}`, "required for a twilio webhook"},
+		{"a url where nothing signs it", hook(`,"url":"https://flrh.example.com/v1/hooks/shop"`), "and for no other"},
 		{"two of one name", `{"webhooks":[` + hook("")[13:len(hook(""))-2] + `,` + hook("")[13:len(hook(""))-2] + `]}`, "a second webhook named shop"},
 		{"a run id template unclosed", hook(`,"run_id":"run-{/id"`), "run_id: /: the { at byte 4 is not closed"},
 		{"an input placeholder unknown", hook(`,"input":{"a":"{$run}"}`), "input: /a: no placeholder {$run}"},

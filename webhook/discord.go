@@ -110,6 +110,7 @@ const maxDiscordContent = 2000
 //   - A Slack interaction: nothing, which Slack wants (a submitted modal
 //     closes; a button's message stays as it was).
 //   - A Discord interaction: a message only they see (type 4, ephemeral).
+//   - Twilio: empty TwiML (no message sent back).
 func Reply(s Scheme, d Delivery, text string) (status int, contentType string, body []byte) {
 	var v any
 	switch {
@@ -120,6 +121,10 @@ func Reply(s Scheme, d Delivery, text string) (status int, contentType string, b
 			text = string(r[:maxDiscordContent-1]) + "…"
 		}
 		v = map[string]any{"type": 4, "data": map[string]any{"content": text, "flags": discordEphemeral}}
+	case s == Twilio:
+		// TwiML that does nothing: Twilio sends no reply, and is told
+		// the request was taken.
+		return 200, "text/xml", []byte(`<?xml version="1.0" encoding="UTF-8"?><Response></Response>`)
 	default:
 		return 200, "", nil
 	}

@@ -8,7 +8,7 @@
 // run's input of the body is package jsontemplate's; reading the request,
 // finding the secrets and handing the input to a run are the server's.
 //
-// Eight signing schemes are understood, each as its senders write it:
+// Nine signing schemes are understood, each as its senders write it:
 //
 //   - Standard Webhooks (standardwebhooks.com; Svix and the providers on
 //     it send the same with svix- headers): webhook-id, webhook-timestamp
@@ -43,6 +43,11 @@
 //     the X-Signature-Timestamp and the body, verified with the
 //     application's public key; a PING gives its handshake, a command,
 //     button or modal its id and name, and a person waits on the answer.
+//   - Twilio: X-Twilio-Signature, the base64 HMAC-SHA1 of the URL Twilio
+//     posts to (Verifier.URL) and the form's fields sorted by name; named
+//     by I-Twilio-Idempotency-Token, or the message's or call's sid and
+//     status. The form is read to be checked: Twilio signs its fields,
+//     not its bytes.
 //
 // Reply writes what a person who sent an interactive delivery (a Slack
 // slash command or interaction, a Discord interaction) is answered, as

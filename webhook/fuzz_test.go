@@ -20,6 +20,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add("slack", "v0=", `{"type":"url_verification","challenge":"c"}`)
 	f.Add("linear", "", `{"webhookTimestamp":1800000000000}`)
 	f.Add("discord", "00", `{"type":1}`)
+	f.Add("twilio", "AAAA", "MessageSid=SM1&SmsStatus=received")
 	f.Add("stripe", "t=1800000000,v1=", `{"id":"x","type":"y"}`)
 	f.Fuzz(func(t *testing.T, scheme, sig, b string) {
 		s := webhook.Scheme(scheme)

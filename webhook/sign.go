@@ -3,6 +3,7 @@ package webhook
 import (
 	"crypto/ed25519"
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -54,6 +55,23 @@ func Sign(s Scheme, secret []byte, d Delivery, body []byte) Header {
 		return Header{"Linear-Signature": {hex.EncodeToString(mac(""))}, "Linear-Delivery": {d.ID}, "Linear-Event": {d.Event}}
 	}
 	return Header{}
+}
+
+// SignTwilio writes the header fields of a Twilio delivery of a form
+// body posted to url, signed under secret; d.ID, when set, is its
+// I-Twilio-Idempotency-Token. A body that is not a form signs nothing.
+func SignTwilio(secret []byte, url string, d Delivery, body []byte) Header {
+	fields, err := readForm(body)
+	if err != nil {
+		return Header{}
+	}
+	m := hmac.New(sha1.New, secret)
+	m.Write([]byte(twilioSigned(url, fields)))
+	h := Header{"X-Twilio-Signature": {base64.StdEncoding.EncodeToString(m.Sum(nil))}, "Content-Type": {"application/x-www-form-urlencoded"}}
+	if d.ID != "" {
+		h["I-Twilio-Idempotency-Token"] = []string{d.ID}
+	}
+	return h
 }
 
 // SignEd25519 writes the header fields of a delivery of body signed with

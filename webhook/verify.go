@@ -39,13 +39,16 @@ const (
 	// commands, buttons and modals, signed with the application's key
 	// and verified with its public key.
 	Discord Scheme = "discord"
+	// Twilio is Twilio's X-Twilio-Signature, over the URL it posts to and
+	// its form.
+	Twilio Scheme = "twilio"
 )
 
 // Schemes lists the schemes Verify understands.
-var Schemes = []Scheme{Standard, GitHub, Stripe, Shopify, GitLab, Slack, Linear, Discord}
+var Schemes = []Scheme{Standard, GitHub, Stripe, Shopify, GitLab, Slack, Linear, Discord, Twilio}
 
 // schemeList names the schemes in a refusal.
-const schemeList = "standard, github, stripe, shopify, gitlab, slack, linear or discord"
+const schemeList = "standard, github, stripe, shopify, gitlab, slack, linear, discord or twilio"
 
 // DefaultTolerance is how far a signed timestamp may be from the time a
 // delivery is judged at, either way, when the verifier does not say: the
@@ -105,7 +108,7 @@ func ParseSecret(s Scheme, text string) ([]byte, error) {
 		if key, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(text, "whsec_")); err != nil {
 			return nil, refuse(ReasonSecret, "", "a Standard Webhooks secret is base64 (whsec_ then base64), and this one does not decode")
 		}
-	case GitHub, Stripe, Shopify, GitLab, Slack, Linear:
+	case GitHub, Stripe, Shopify, GitLab, Slack, Linear, Twilio:
 	case Discord:
 		return nil, refuse(ReasonSecret, "", "a Discord application is verified with its public key (64 hex digits), which holds no secret")
 	default:
@@ -175,6 +178,9 @@ type Verifier struct {
 	// Tolerance is how far a signed timestamp may be from now, either
 	// way; 0 means DefaultTolerance. GitHub signs none.
 	Tolerance time.Duration
+	// URL is the URL the sender posts to as it was given it, for the
+	// schemes that sign it (Twilio).
+	URL string
 }
 
 // Delivery is what a verified delivery says.
@@ -239,6 +245,8 @@ func (v Verifier) Verify(h Header, body []byte, now time.Time) (Delivery, error)
 		d, err = v.linear(h, body)
 	case Discord:
 		d, err = v.discord(h, body)
+	case Twilio:
+		return v.twilio(h, body)
 	default:
 		return Delivery{}, refuse(ReasonSecret, "", "no signing scheme %q (%s)", v.Scheme, schemeList)
 	}

@@ -265,6 +265,7 @@ func TestParseSecret(t *testing.T) {
 		{webhook.Shopify, "shpss_0123456789abcdef", "shpss_0123456789abcdef"},
 		{webhook.GitLab, "short-token", ""},
 		{webhook.Discord, "a-secret-of-sixteen-bytes-or-more", ""},
+		{webhook.Twilio, "0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"},
 	}
 	for _, c := range cases {
 		got, err := webhook.ParseSecret(c.scheme, c.text)
@@ -502,5 +503,65 @@ func TestReply(t *testing.T) {
 		if status != 200 || string(body) != c.body || (ctype == "") != (c.body == "") {
 			t.Errorf("%s %s: %d %q %s; want %s", c.scheme, c.event, status, ctype, body, c.body)
 		}
+	}
+}
+
+// Twilio's forms: the published example, and each way a delivery is
+// named, bent or refused.
+func TestVerifyTwilio(t *testing.T) {
+	const docURL = "https://mycompany.com/myapp.php?foo=1&bar=2"
+	doc := webhook.Verifier{Scheme: webhook.Twilio, Secrets: [][]byte{[]byte("12345")}, URL: docURL}
+	form := webhook.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	docBody := []byte("CallSid=CA1234567890ABCDE&Caller=%2B14158675309&Digits=1234&From=%2B14158675309&To=%2B18005551212")
+	d, err := doc.Verify(with(form, "X-Twilio-Signature", "RSOYDt4T1cUTdK1PDd93/VVr8B8="), docBody, now)
+	if err != nil || d.ID != "CA1234567890ABCDE" || d.Event != "call" || d.Body.(map[string]any)["Caller"] != "+14158675309" || !d.Interactive {
+		t.Fatalf("Twilio's example: %+v, %v", d, err)
+	}
+
+	const to = "https://flrh.example.com/v1/hooks/sms"
+	v := webhook.Verifier{Scheme: webhook.Twilio, Secrets: [][]byte{other, secret}, URL: to}
+	sms := []byte("MessageSid=SM1&SmsStatus=received&From=%2B15551230000&Body=refund+order+17")
+	signedSMS := webhook.SignTwilio(secret, to, webhook.Delivery{}, sms)
+	status := []byte("MessageSid=SM1&MessageStatus=delivered")
+	cases := []struct {
+		name      string
+		v         webhook.Verifier
+		h         webhook.Header
+		body      []byte
+		id, event string
+		reason    webhook.Reason
+		words     string
+	}{
+		{"an SMS", v, signedSMS, sms, "SM1:received", "message.received", "", ""},
+		{"an SMS retried, its token kept", v, webhook.SignTwilio(secret, to, webhook.Delivery{ID: "idem-1"}, sms), sms, "idem-1", "message.received", "", ""},
+		{"a status callback", v, webhook.SignTwilio(secret, to, webhook.Delivery{}, status), status, "SM1:delivered", "message.delivered", "", ""},
+		{"fields in another order", v, signedSMS, []byte("Body=refund+order+17&From=%2B15551230000&SmsStatus=received&MessageSid=SM1"), "SM1:received", "message.received", "", ""},
+		{"another token", webhook.Verifier{Scheme: webhook.Twilio, Secrets: [][]byte{other}, URL: to}, signedSMS, sms, "", "", webhook.ReasonSignature, "URL and the form"},
+		{"signed for another URL", webhook.Verifier{Scheme: webhook.Twilio, Secrets: [][]byte{secret}, URL: "https://flrh.example.com:8443/v1/hooks/sms"}, signedSMS, sms, "", "", webhook.ReasonSignature, ""},
+		{"a field changed", v, signedSMS, []byte("MessageSid=SM1&SmsStatus=received&From=%2B15551230000&Body=refund+order+18"), "", "", webhook.ReasonSignature, ""},
+		{"a field added", v, signedSMS, append(append([]byte(nil), sms...), "&X=1"...), "", "", webhook.ReasonSignature, ""},
+		{"a field named twice", v, webhook.SignTwilio(secret, to, webhook.Delivery{}, sms), append(append([]byte(nil), sms...), "&Body=again"...), "", "", webhook.ReasonMalformed, `"Body" 2 times`},
+		{"neither message nor call", v, webhook.SignTwilio(secret, to, webhook.Delivery{}, []byte("AccountSid=AC1")), []byte("AccountSid=AC1"), "", "", webhook.ReasonMalformed, "MessageSid or its CallSid"},
+		{"JSON", v, with(signedSMS, "Content-Type", "application/json"), []byte(`{"MessageSid":"SM1"}`), "", "", webhook.ReasonMalformed, "bodySHA256"},
+		{"no signature", v, with(signedSMS, "X-Twilio-Signature"), sms, "", "", webhook.ReasonMissing, "X-Twilio-Signature"},
+		{"a signature of SHA-256's length", v, with(signedSMS, "X-Twilio-Signature", base64.StdEncoding.EncodeToString(make([]byte, 32))), sms, "", "", webhook.ReasonMalformed, "base64 of 20 bytes"},
+		{"a verifier told no URL", webhook.Verifier{Scheme: webhook.Twilio, Secrets: [][]byte{secret}}, signedSMS, sms, "", "", webhook.ReasonSecret, "URL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := c.v.Verify(c.h, c.body, now)
+			if c.reason != "" {
+				if !errors.Is(err, &webhook.Error{Reason: c.reason}) || !strings.Contains(err.Error(), c.words) || d.Body != nil {
+					t.Fatalf("got %+v, %v; want a %s refusal saying %q", d, err, c.reason, c.words)
+				}
+				return
+			}
+			if err != nil || d.ID != c.id || d.Event != c.event || !d.Interactive {
+				t.Fatalf("got %+v, %v; want %s %s", d, err, c.id, c.event)
+			}
+		})
+	}
+	if status, ctype, body := webhook.Reply(webhook.Twilio, d, "Started run sms-1."); status != 200 || ctype != "text/xml" || !strings.Contains(string(body), "<Response></Response>") {
+		t.Fatalf("Twilio's reply: %d %s %s", status, ctype, body)
 	}
 }

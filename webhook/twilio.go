@@ -1,0 +1,109 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"maps"
+	"mime"
+	"slices"
+	"strings"
+)
+
+// Twilio posts a form to the URL it was given (an SMS received, a call's
+// or a message's status) and signs X-Twilio-Signature: the base64
+// HMAC-SHA1, under the account's auth token, of that URL followed by
+// each field's name and value, the fields sorted by name. The URL is
+// Twilio's as it was given, scheme, host, port and query included, so the
+// verifier must be told it (Verifier.URL): behind a proxy the request
+// flrh sees has another.
+//
+// A delivery is named by I-Twilio-Idempotency-Token, the same on Twilio's
+// retries, or else by its message's or call's sid and status. Its event
+// is "message." or "call." and the status (message.received for an SMS
+// that came in, message.delivered, call.completed, …). Twilio signs no
+// time: a replay is caught by its id.
+
+// twilio checks a Twilio delivery: its form's fields read, the signature
+// of the URL and the sorted fields under one of the secrets.
+func (v Verifier) twilio(h Header, body []byte) (Delivery, error) {
+	const name = "X-Twilio-Signature"
+	if v.URL == "" {
+		return Delivery{}, refuse(ReasonSecret, "", "a Twilio verifier needs the URL Twilio posts to, which it signs")
+	}
+	sig := h.Get(name)
+	if sig == "" {
+		return Delivery{}, refuse(ReasonMissing, name, "the header is missing")
+	}
+	b, err := signatureBase64.DecodeString(sig)
+	if err != nil || len(b) != sha1.Size {
+		return Delivery{}, refuse(ReasonMalformed, name, "the header is the canonical base64 of %d bytes", sha1.Size)
+	}
+	if media, _, _ := mime.ParseMediaType(h.Get("Content-Type")); media != "application/x-www-form-urlencoded" {
+		return Delivery{}, refuse(ReasonMalformed, "", "a Twilio delivery is a form (its JSON bodies, signed by bodySHA256, are not read)")
+	}
+	fields, err := readForm(body)
+	if err != nil {
+		return Delivery{}, err
+	}
+	if !v.matchesSHA1(b, twilioSigned(v.URL, fields)) {
+		return Delivery{}, refuse(ReasonSignature, "", "the signature does not match the URL and the form under the hook's secrets")
+	}
+	d := Delivery{Body: fields, Interactive: true}
+	kind, sid, status := "message", str(fields, "MessageSid", "SmsSid"), str(fields, "MessageStatus", "SmsStatus")
+	if sid == "" {
+		kind, sid, status = "call", str(fields, "CallSid"), str(fields, "CallStatus")
+	}
+	if sid == "" {
+		return Delivery{}, refuse(ReasonMalformed, "", "a Twilio delivery names its MessageSid or its CallSid")
+	}
+	d.ID, d.Event = h.Get("I-Twilio-Idempotency-Token"), kind
+	if status != "" {
+		d.Event += "." + status
+	}
+	if d.ID == "" {
+		d.ID = sid
+		if status != "" {
+			d.ID += ":" + status
+		}
+	}
+	if !validID(d.ID) {
+		return Delivery{}, refuse(ReasonMalformed, "", "a delivery id is 1 to %d visible ASCII characters", maxIDBytes)
+	}
+	return d, nil
+}
+
+// twilioSigned is what Twilio signs: the URL, then each field's name and
+// value, sorted by name.
+func twilioSigned(url string, fields map[string]any) string {
+	var b strings.Builder
+	b.WriteString(url)
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		b.WriteString(k)
+		b.WriteString(fields[k].(string))
+	}
+	return b.String()
+}
+
+// matchesSHA1 reports whether sig is the HMAC-SHA1 of signed under one
+// of the secrets, in constant time.
+func (v Verifier) matchesSHA1(sig []byte, signed string) bool {
+	found := false
+	for _, key := range v.Secrets {
+		m := hmac.New(sha1.New, key)
+		m.Write([]byte(signed))
+		if hmac.Equal(sig, m.Sum(nil)) {
+			found = true
+		}
+	}
+	return found
+}
+
+// str is the first of the form's fields named that is set.
+func str(fields map[string]any, names ...string) string {
+	for _, n := range names {
+		if s, _ := fields[n].(string); s != "" {
+			return s
+		}
+	}
+	return ""
+}

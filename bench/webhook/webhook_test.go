@@ -1,7 +1,7 @@
 // Package webhook sets flrh's webhook verification (package webhook)
 // beside the senders' own libraries: Standard Webhooks' Go library,
-// stripe-go's webhook package, slack-go's request verifier and
-// discordgo's VerifyInteraction. A differential test over deliveries drawn
+// stripe-go's webhook package, slack-go's request verifier, discordgo's
+// VerifyInteraction and twilio-go's RequestValidator. A differential test over deliveries drawn
 // at random (signed right or bent, early, late) checks that flrh reaches
 // the same verdict, or the stricter one where it means to; benchmarks
 // measure one verification each, side by side.
@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/slack-go/slack"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	stripewebhook "github.com/stripe/stripe-go/v82/webhook"
+	twilioclient "github.com/twilio/twilio-go/client"
 
 	"flrh.dev/flrh/webhook"
 )
@@ -304,6 +306,75 @@ func BenchmarkVerifyDiscord(b *testing.B) {
 			var v any
 			if err := json.Unmarshal(body, &v); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+}
+
+const (
+	twilioURL   = "https://flrh.example.com/v1/hooks/sms?tenant=acme"
+	twilioToken = "twilio-auth-token-0123456789abcd"
+)
+
+// twilioForm makes an incoming SMS's form of a drawn body: its fields,
+// and the body's text as the message's.
+func twilioForm(body []byte, id string) []byte {
+	var fields map[string]any
+	json.Unmarshal(body, &fields)
+	form := url.Values{"MessageSid": {"SM" + id}, "SmsStatus": {"received"}, "From": {"+15551230000"}}
+	for k, v := range fields {
+		form.Set(k, fmt.Sprint(v))
+	}
+	return []byte(form.Encode())
+}
+
+func TestAgreesWithTwilioGo(t *testing.T) {
+	flrh := webhook.Verifier{Scheme: webhook.Twilio, Secrets: [][]byte{[]byte(twilioToken)}, URL: twilioURL}
+	lib := twilioclient.NewRequestValidator(twilioToken)
+	r := rand.New(rand.NewPCG(9, 10))
+	accepted := 0
+	for i := range 3000 {
+		now := time.Now()
+		body, id, _, bend := draw(r, now)
+		body = twilioForm(body, id)
+		h, body := bent(webhook.SignTwilio([]byte(twilioToken), twilioURL, webhook.Delivery{}, body), "X-Twilio-Signature", body, bend, r, func() webhook.Header {
+			return webhook.SignTwilio([]byte("another-twilio-token-0123456789"), twilioURL, webhook.Delivery{}, body)
+		})
+		_, ferr := flrh.Verify(h, body, now)
+		ok := lib.ValidateBody(twilioURL, body, h.Get("X-Twilio-Signature"))
+		if (ferr == nil) != ok {
+			t.Fatalf("delivery %d (bend %d): flrh %v, twilio-go %v\n%s", i, bend, ferr, ok, body)
+		}
+		if ok {
+			accepted++
+		}
+	}
+	t.Logf("3000 forms, %d accepted by both", accepted)
+	if accepted < 300 {
+		t.Fatalf("only %d accepted: the draw does not exercise acceptance", accepted)
+	}
+}
+
+func BenchmarkVerifyTwilio(b *testing.B) {
+	now := time.Now()
+	body := twilioForm(benchBody, "1")
+	h := webhook.SignTwilio([]byte(twilioToken), twilioURL, webhook.Delivery{}, body)
+	b.Run("flrh", func(b *testing.B) {
+		v := webhook.Verifier{Scheme: webhook.Twilio, Secrets: [][]byte{[]byte(twilioToken)}, URL: twilioURL}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Verify(h, body, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("twilio-go", func(b *testing.B) {
+		lib := twilioclient.NewRequestValidator(twilioToken)
+		sig := h.Get("X-Twilio-Signature")
+		b.ReportAllocs()
+		for b.Loop() {
+			if !lib.ValidateBody(twilioURL, body, sig) {
+				b.Fatal("refused")
 			}
 		}
 	})

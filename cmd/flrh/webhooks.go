@@ -141,7 +141,8 @@ when the file is wrong or a secret is missing or unusable.`,
 		Short: "Sign a delivery as the webhook's sender would and post it to a server",
 		Long: `send signs the body with the webhook's first secret, in its scheme
 (timestamped now; a Linear body's webhookTimestamp is set to now), posts it
-to URL/v1/hooks/NAME as JSON and prints the answer: a way to try a webhook,
+to URL/v1/hooks/NAME as JSON (as a form for Twilio, and for Slack when the
+body is not JSON: a slash command's) and prints the answer: a way to try a webhook,
 its templates and the run it makes before its sender is pointed at flrh.
 The id is the delivery's (a Stripe or Slack event's is its body's own);
 sending one again shows that a delivery is taken once. A webhook holding
@@ -194,7 +195,18 @@ refuses the delivery.`,
 			if id == "" {
 				id = "try-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 			}
-			h := webhook.Sign(spec.Scheme, secret, webhook.Delivery{ID: id, Event: event, Timestamp: time.Now().Unix()}, body)
+			d := webhook.Delivery{ID: id, Event: event, Timestamp: time.Now().Unix()}
+			h := webhook.Sign(spec.Scheme, secret, d, body)
+			ctype := "application/json"
+			if spec.Scheme == webhook.Twilio || (spec.Scheme == webhook.Slack && !json.Valid(body)) {
+				// A form, as Twilio and Slack's commands send: Twilio's
+				// signed over the URL it would post to (the webhook's url),
+				// whichever server --url names.
+				ctype = "application/x-www-form-urlencoded"
+				if spec.Scheme == webhook.Twilio {
+					h = webhook.SignTwilio(secret, spec.URL, d, body)
+				}
+			}
 			req, err := http.NewRequestWithContext(cmd.Context(), "POST", strings.TrimSuffix(url, "/")+"/v1/hooks/"+spec.Name, bytes.NewReader(body))
 			if err != nil {
 				return usagef("--url: %v", err)
@@ -202,7 +214,7 @@ refuses the delivery.`,
 			for k, v := range h {
 				req.Header[k] = v
 			}
-			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Content-Type", ctype)
 			return printAnswer(cmd, req)
 		}}
 	send.Flags().StringVar(&sendFile, "webhooks", "", "the webhooks file (JSON or YAML), as flrh serve --webhooks takes")

@@ -42,6 +42,14 @@ const webhooksYAML = `webhooks:
     scheme: standard
     secret_env: SENDER_PUBLIC_KEY
     workflow: refund-agent
+  - name: sms
+    scheme: twilio
+    secret_env: TWILIO_TOKEN
+    url: https://flrh.example.com/v1/hooks/sms
+    workflow: refund-agent
+    events: [message.received]
+    run_id: "sms-{/MessageSid}"
+    input: {refunds: [{id: "r-{/MessageSid}", amount: 10, payee: "{/From}", reason: "{/Body}"}]}
 `
 
 // Signed deliveries to a real serve process: flrh webhook check and send,
@@ -69,7 +77,7 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 	writeFile("webhooks.yaml", webhooksYAML)
 	writeFile("tracker.secret", "tracker-secret-one-0123456789\n")
 	env := []string{"SHOP_SECRET=" + shopSecret, "LINEAR_SECRET=lin_wh_0123456789abcdef",
-		"SENDER_PUBLIC_KEY=whpk_" + base64.StdEncoding.EncodeToString(make([]byte, 32))}
+		"SENDER_PUBLIC_KEY=whpk_" + base64.StdEncoding.EncodeToString(make([]byte, 32)), "TWILIO_TOKEN=twilio-auth-token-0123456789"}
 	cli := func(extraEnv []string, args ...string) (string, int) {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
@@ -135,6 +143,15 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 	}
 	if out, code := cli(env, "webhook", "send", "signed", "--webhooks", file, "--body", issueFile, "--url", p.base); code != 2 || !strings.Contains(out, "verifies and cannot sign") {
 		t.Fatalf("send to a hook holding a public key: %d\n%s", code, out)
+	}
+	// A text message, signed as Twilio signs it for the URL it was given,
+	// to this server: empty TwiML, and its run pays.
+	smsFile := writeFile("sms.form", "MessageSid=SM1&SmsStatus=received&From=%2B15551230000&Body=refund+please")
+	if out, code := cli(env, "webhook", "send", "sms", "--webhooks", file, "--body", smsFile, "--url", p.base); code != 0 || !strings.HasPrefix(out, "200 OK") || !strings.Contains(out, "<Response></Response>") {
+		t.Fatalf("send to twilio: %d\n%s", code, out)
+	}
+	if got := awaitOutcome(t, p.base, "sms-SM1"); got != "success" {
+		t.Fatalf("sms-SM1 ended %q", got)
 	}
 
 	// Killed at a random moment within 2.5 ms of a delivery (before its

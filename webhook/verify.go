@@ -120,35 +120,36 @@ func ParseSecret(s Scheme, text string) ([]byte, error) {
 	return key, nil
 }
 
-// ParsePublicKey reads a Standard Webhooks public key, whpk_ and the
-// base64 of an Ed25519 public key: what a sender that signs with v1a
-// signatures hands out, keeping the key that signs to itself.
-func ParsePublicKey(text string) (ed25519.PublicKey, error) {
-	b64, ok := strings.CutPrefix(text, "whpk_")
-	if !ok {
-		return nil, refuse(ReasonSecret, "", "a Standard Webhooks public key is whpk_ then base64")
-	}
-	key, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil || len(key) != ed25519.PublicKeySize {
-		return nil, refuse(ReasonSecret, "", "a Standard Webhooks public key is whpk_ then the base64 of %d bytes", ed25519.PublicKeySize)
+// ParsePublicKey reads a sender's Ed25519 public key as the scheme's
+// senders hand it out, keeping the key that signs to themselves: a
+// Standard Webhooks sender's (whpk_ and base64, for v1a signatures), a
+// Discord application's (64 lower-case hex digits).
+func ParsePublicKey(s Scheme, text string) (ed25519.PublicKey, error) {
+	var key []byte
+	var err error
+	switch s {
+	case Standard:
+		b64, ok := strings.CutPrefix(text, "whpk_")
+		if key, err = base64.StdEncoding.DecodeString(b64); !ok || err != nil || len(key) != ed25519.PublicKeySize {
+			return nil, refuse(ReasonSecret, "", "a Standard Webhooks public key is whpk_ then the base64 of %d bytes", ed25519.PublicKeySize)
+		}
+	case Discord:
+		if key, err = lowerHex(text); err != nil || len(key) != ed25519.PublicKeySize {
+			return nil, refuse(ReasonSecret, "", "a Discord application's public key is %d lower-case hex digits", 2*ed25519.PublicKeySize)
+		}
+	default:
+		return nil, refuse(ReasonSecret, "", "%s signs with no public key", s)
 	}
 	return ed25519.PublicKey(key), nil
 }
 
 // AddKey reads a key as the scheme's senders hand it out and adds it to
 // the verifier's: a Standard Webhooks public key (whpk_…) or a Discord
-// application's (hex) to PublicKeys, any other to Secrets (ParseSecret).
+// application's to PublicKeys (ParsePublicKey), any other to Secrets
+// (ParseSecret).
 func (v *Verifier) AddKey(text string) error {
-	if v.Scheme == Discord {
-		key, err := lowerHex(text)
-		if err != nil || len(key) != ed25519.PublicKeySize {
-			return refuse(ReasonSecret, "", "a Discord application's public key is %d lower-case hex digits", 2*ed25519.PublicKeySize)
-		}
-		v.PublicKeys = append(v.PublicKeys, ed25519.PublicKey(key))
-		return nil
-	}
-	if v.Scheme == Standard && strings.HasPrefix(text, "whpk_") {
-		key, err := ParsePublicKey(text)
+	if v.Scheme == Discord || (v.Scheme == Standard && strings.HasPrefix(text, "whpk_")) {
+		key, err := ParsePublicKey(v.Scheme, text)
 		if err != nil {
 			return err
 		}

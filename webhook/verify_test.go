@@ -415,7 +415,7 @@ func TestAddKey(t *testing.T) {
 			t.Errorf("%s %q: %d secrets, %d public keys, %v", c.scheme, c.text, len(v.Secrets), len(v.PublicKeys), err)
 		}
 	}
-	if got, err := webhook.ParsePublicKey(whpk); err != nil || !got.Equal(pub) {
+	if got, err := webhook.ParsePublicKey(webhook.Standard, whpk); err != nil || !got.Equal(pub) {
 		t.Fatalf("ParsePublicKey: %v", err)
 	}
 }

@@ -282,23 +282,22 @@ func replyText(t taken, err error) string {
 	if err != nil {
 		return "Refused: " + classify(err).Message
 	}
-	runID, _ := t.answer["run_id"].(string)
 	switch t.outcome {
 	case "ignored":
-		return "Not acted on: " + t.answer["ignored"].(string) + "."
+		return "Not acted on: " + t.ignored + "."
 	case "again":
-		return "Taken already: run " + runID + "."
+		return "Taken already: run " + t.runID + "."
 	case "started":
-		return "Started run " + runID + "."
+		return "Started run " + t.runID + "."
 	}
-	return "Handed to run " + runID + "."
+	return "Handed to run " + t.runID + "."
 }
 
 // writeTaken answers with what became of a delivery; a run it started is
 // named by Location.
 func writeTaken(w http.ResponseWriter, t taken) {
 	if t.status == http.StatusCreated {
-		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(t.answer["run_id"].(string)))
+		w.Header().Set("Location", "/v1/runs/"+url.PathEscape(t.runID))
 	}
 	writeJSON(w, t.status, t.answer)
 }
@@ -318,6 +317,8 @@ type taken struct {
 	status  int
 	answer  map[string]any
 	outcome string // the metric's: started, input, again, ignored or failed
+	runID   string // the run it started or went to
+	ignored string // why it was not acted on
 }
 
 // take acts on a verified delivery: it starts or feeds the run its
@@ -329,8 +330,8 @@ func (s *Server) take(r *http.Request, h *inboundHook, d webhook.Delivery) (take
 	name := h.spec.Name
 	key := name + ":" + d.ID
 	t := taken{status: http.StatusOK, answer: map[string]any{"webhook": name, "delivery": d.ID}, outcome: "ignored"}
-	if why := h.ignores(d); why != "" {
-		t.answer["ignored"] = why
+	if t.ignored = h.ignores(d); t.ignored != "" {
+		t.answer["ignored"] = t.ignored
 		s.unpark(r, key)
 		return t, nil
 	}
@@ -344,6 +345,7 @@ func (s *Server) take(r *http.Request, h *inboundHook, d webhook.Delivery) (take
 		return t, refusal
 	}
 	s.unpark(r, key)
+	t.runID = to.RunID
 	t.answer["run_id"], t.answer["started"], t.answer["again"] = to.RunID, to.Started, to.Again
 	switch {
 	case to.Again:

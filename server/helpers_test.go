@@ -230,6 +230,19 @@ func (f *fixture) send(method, path string, h http.Header, body []byte) answer {
 
 func (f *fixture) get(path, token string) answer { return f.do("GET", path, token, "", nil) }
 
+// metricsHolding scrapes /metrics and checks that it holds each line of
+// want; it returns the scrape.
+func (f *fixture) metricsHolding(want ...string) string {
+	f.t.Helper()
+	metrics := string(f.get("/metrics", tokOperator).body)
+	for _, w := range want {
+		if !strings.Contains(metrics, w) {
+			f.t.Errorf("metrics lack %s", w)
+		}
+	}
+	return metrics
+}
+
 func (f *fixture) post(path, token, body string) answer {
 	return f.do("POST", path, token, "application/json", []byte(body))
 }

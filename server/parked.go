@@ -34,13 +34,19 @@ const (
 	maxParkedPage     = 1000
 )
 
-// parking is the store's, or a 404 when it keeps no parked deliveries.
-func (s *Server) parking() (store.DeliveryParking, error) {
+// parkedOf is the webhook the request's path names and the store's
+// parked deliveries, or a 404 when there is no such webhook or the store
+// keeps no parked deliveries.
+func (s *Server) parkedOf(r *http.Request) (*inboundHook, store.DeliveryParking, error) {
+	h, err := s.hook(r.PathValue("name"))
+	if err != nil {
+		return nil, nil, err
+	}
 	p, ok := store.DeliveryParkingOf(s.cfg.Store)
 	if !ok {
-		return nil, apiErr(http.StatusNotFound, TypeNotFound, "", "this server's store keeps no parked deliveries")
+		return nil, nil, apiErr(http.StatusNotFound, TypeNotFound, "", "this server's store keeps no parked deliveries")
 	}
-	return p, nil
+	return h, p, nil
 }
 
 // HookInfo is a webhook as GET /v1/hooks lists it: what it takes and
@@ -83,14 +89,11 @@ func (s *Server) listParked(w http.ResponseWriter, r *http.Request, _ Principal)
 	if err != nil {
 		return err
 	}
-	name := r.PathValue("name")
-	if _, err := s.hook(name); err != nil {
-		return err
-	}
-	p, err := s.parking()
+	h, p, err := s.parkedOf(r)
 	if err != nil {
 		return err
 	}
+	name := h.spec.Name
 	list, err := p.ParkedDeliveries(r.Context(), name, int(limit))
 	if err != nil {
 		return err
@@ -109,15 +112,11 @@ func (s *Server) listParked(w http.ResponseWriter, r *http.Request, _ Principal)
 // signature having held when it came. Taken (or ignored), it is unparked;
 // refused again, it stays parked, counted once more.
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, p Principal) error {
-	name, id := r.PathValue("name"), r.PathValue("id")
-	h, err := s.hook(name)
+	h, parking, err := s.parkedOf(r)
 	if err != nil {
 		return err
 	}
-	parking, err := s.parking()
-	if err != nil {
-		return err
-	}
+	name, id := h.spec.Name, r.PathValue("id")
 	parked, err := parking.ParkedDelivery(r.Context(), name+":"+id)
 	if err != nil {
 		return err
@@ -139,14 +138,11 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, p Principal) 
 
 // dropParked answers DELETE /v1/hooks/{name}/parked/{id}.
 func (s *Server) dropParked(w http.ResponseWriter, r *http.Request, p Principal) error {
-	name, id := r.PathValue("name"), r.PathValue("id")
-	if _, err := s.hook(name); err != nil {
-		return err
-	}
-	parking, err := s.parking()
+	h, parking, err := s.parkedOf(r)
 	if err != nil {
 		return err
 	}
+	name, id := h.spec.Name, r.PathValue("id")
 	dropped, err := parking.UnparkDelivery(r.Context(), name+":"+id)
 	if err != nil {
 		return err

@@ -33,17 +33,10 @@ const (
 // discord checks a Discord interaction's signature: the hex Ed25519
 // signature of the timestamp and the body under one of the public keys.
 func (v Verifier) discord(h Header, body []byte) (Delivery, error) {
-	const name, tsName = "X-Signature-Ed25519", "X-Signature-Timestamp"
-	sig, ts := h.Get(name), h.Get(tsName)
-	switch {
-	case sig == "":
-		return Delivery{}, refuse(ReasonMissing, name, "the header is missing")
-	case ts == "":
-		return Delivery{}, refuse(ReasonMissing, tsName, "the header is missing")
-	}
-	t, ok := unixSeconds(ts)
-	if !ok {
-		return Delivery{}, refuse(ReasonMalformed, tsName, "not a time in Unix seconds")
+	const name = "X-Signature-Ed25519"
+	sig, ts, t, err := signedAt(h, name, "X-Signature-Timestamp")
+	if err != nil {
+		return Delivery{}, err
 	}
 	b, err := lowerHex(sig)
 	if err != nil || len(b) != ed25519.SignatureSize {

@@ -497,22 +497,32 @@ func (v Verifier) linear(h Header, body []byte) (Delivery, error) {
 // HMAC-SHA256 of "v0:timestamp:body". Verify reads the rest from the
 // body (slackBody).
 func (v Verifier) slack(h Header, body []byte) (Delivery, error) {
-	const name, tsName = "X-Slack-Signature", "X-Slack-Request-Timestamp"
-	sig, ts := h.Get(name), h.Get(tsName)
-	switch {
-	case sig == "":
-		return Delivery{}, refuse(ReasonMissing, name, "the header is missing")
-	case ts == "":
-		return Delivery{}, refuse(ReasonMissing, tsName, "the header is missing")
-	}
-	t, ok := unixSeconds(ts)
-	if !ok {
-		return Delivery{}, refuse(ReasonMalformed, tsName, "not a time in Unix seconds")
+	const name = "X-Slack-Signature"
+	sig, ts, t, err := signedAt(h, name, "X-Slack-Request-Timestamp")
+	if err != nil {
+		return Delivery{}, err
 	}
 	if err := v.hexSignature(name, "v0=", sig, "v0:"+ts+":", body); err != nil {
 		return Delivery{}, err
 	}
 	return Delivery{Timestamp: t}, nil
+}
+
+// signedAt reads a signature header and the header of the time it signs,
+// both required, the time in Unix seconds.
+func signedAt(h Header, name, tsName string) (sig, ts string, t int64, err error) {
+	sig, ts = h.Get(name), h.Get(tsName)
+	switch {
+	case sig == "":
+		return "", "", 0, refuse(ReasonMissing, name, "the header is missing")
+	case ts == "":
+		return "", "", 0, refuse(ReasonMissing, tsName, "the header is missing")
+	}
+	t, ok := unixSeconds(ts)
+	if !ok {
+		return "", "", 0, refuse(ReasonMalformed, tsName, "not a time in Unix seconds")
+	}
+	return sig, ts, t, nil
 }
 
 // stripe checks a Stripe delivery's signature; Verify reads its id and

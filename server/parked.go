@@ -59,6 +59,7 @@ type HookInfo struct {
 	Events      []string       `json:"events,omitempty"`
 	Start       bool           `json:"start"`
 	KeepRefused int            `json:"keep_refused"`
+	URL         string         `json:"url,omitempty"`
 }
 
 // listHooks answers GET /v1/hooks: the webhooks the server takes, in the
@@ -72,7 +73,7 @@ func (s *Server) listHooks(w http.ResponseWriter, r *http.Request, _ Principal) 
 		for _, name := range hooks.names {
 			h := hooks.byName[name]
 			out = append(out, HookInfo{Name: name, Scheme: h.spec.Scheme, Workflow: h.spec.Workflow, Version: h.spec.Version,
-				Events: h.spec.Events, Start: h.start, KeepRefused: h.keepRefused()})
+				Events: h.spec.Events, Start: h.start, KeepRefused: h.keepRefused(), URL: h.spec.URL})
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"webhooks": out})

@@ -320,6 +320,11 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		`flrh_webhook_deliveries_total{outcome="started",webhook="sms"} 1`,
 		`flrh_webhook_deliveries_total{outcome="ignored",webhook="sms"} 1`,
 	)
+	// The list names the URL Twilio signs, and no key.
+	if a := f.get("/v1/hooks", tokOperator); a.status != 200 || !strings.Contains(string(a.body), `"name":"sms","scheme":"twilio","workflow":"refund-agent","events":["message.received"],"start":true,"keep_refused":1000,"url":"https://flrh.example.com/v1/hooks/sms"`) ||
+		strings.Contains(string(a.body), "twilio-auth-token") {
+		t.Fatalf("GET /v1/hooks: %d %s", a.status, a.body)
+	}
 }
 
 func TestParseWebhooksRefuses(t *testing.T) {

@@ -191,8 +191,10 @@ func readRunGauges(ctx context.Context, st store.Store, now time.Time) (g runGau
 		if err != nil {
 			return g, nil, err
 		}
-		g.parked = map[string]float64{}
 		for _, c := range counts {
+			if g.parked == nil {
+				g.parked = map[string]float64{}
+			}
 			g.parked[c.Hook] = float64(c.Count)
 		}
 	}

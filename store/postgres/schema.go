@@ -962,6 +962,15 @@ CREATE TABLE IF NOT EXISTS parked_deliveries (
 );
 CREATE INDEX IF NOT EXISTS parked_deliveries_by_hook ON parked_deliveries (hook, last_at DESC, key DESC);
 `},
+	// 33: the schedules an operator paused (store.SchedulePausing).
+	{"paused schedules", `
+CREATE TABLE IF NOT EXISTS paused_schedules (
+	name text PRIMARY KEY,
+	paused_by text NOT NULL,
+	reason text NOT NULL,
+	since bigint NOT NULL
+);
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

@@ -625,6 +625,16 @@ CREATE TABLE parked_deliveries (
 ) STRICT;
 CREATE INDEX parked_deliveries_by_hook ON parked_deliveries (hook, last_at DESC, key DESC);
 `,
+	// 25: the schedules an operator paused (store.SchedulePausing): no
+	// server sharing the store starts their runs until they are resumed.
+	`
+CREATE TABLE paused_schedules (
+	name TEXT PRIMARY KEY,
+	paused_by TEXT NOT NULL,
+	reason TEXT NOT NULL,
+	since INTEGER NOT NULL
+) STRICT;
+`,
 }
 
 // Migrations that change no table.

@@ -86,6 +86,7 @@ func Run(t *testing.T, open Opener) {
 		{"TellRun", testTellRun},
 		{"SharedLimits", testSharedLimits},
 		{"DeliveryParking", testDeliveryParking},
+		{"SchedulePausing", testSchedulePausing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+)
+
+// PausedSchedule is a schedule an operator paused: no server sharing the
+// store starts its runs until it is resumed. Schedules are named in the
+// servers' schedules files; the store keeps only which are paused, by
+// whom, why and since when, so that every server sharing it, and one
+// restarted, holds the same pause.
+type PausedSchedule struct {
+	Name   string
+	By     string
+	Reason string
+	// Since is when it was paused, on the store's clock.
+	Since time.Time
+}
+
+// SchedulePausing is implemented by stores that keep schedules' pauses
+// (both of flrh's). A pause is not evidence: it decides which runs are
+// started, and each run started records who started it.
+type SchedulePausing interface {
+	// PauseSchedule pauses the schedule p names, by p.By for p.Reason
+	// (the store sets Since). A schedule paused already keeps its first
+	// pause: who paused it and since when stand.
+	PauseSchedule(ctx context.Context, p PausedSchedule) error
+	// ResumeSchedule lifts the schedule's pause and reports whether it
+	// was paused.
+	ResumeSchedule(ctx context.Context, name string) (bool, error)
+	// PausedSchedules lists the schedules paused, by name.
+	PausedSchedules(ctx context.Context) ([]PausedSchedule, error)
+}
+
+// SchedulePausingOf returns the SchedulePausing of s, or of the first
+// store it wraps that has it.
+func SchedulePausingOf(s Store) (SchedulePausing, bool) { return As[SchedulePausing](s) }
+
+const (
+	maxScheduleName  = 200
+	maxPauseText     = 500
+	maxPauseActorLen = 200
+)
+
+// ValidatePause checks PauseSchedule's argument, for both stores.
+func ValidatePause(p PausedSchedule) error {
+	const op = "pause schedule"
+	switch {
+	case p.Name == "" || len(p.Name) > maxScheduleName || !utf8.ValidString(p.Name):
+		return Errorf(CodeInvalidInput, op, "", nil, "a schedule's name is 1 to %d bytes of UTF-8", maxScheduleName)
+	case p.By == "" || len(p.By) > maxPauseActorLen || !utf8.ValidString(p.By):
+		return Errorf(CodeInvalidInput, op, "", nil, "who pauses a schedule is named, in 1 to %d bytes of UTF-8", maxPauseActorLen)
+	case len(p.Reason) > maxPauseText || !utf8.ValidString(p.Reason):
+		return Errorf(CodeInvalidInput, op, "", nil, "a reason is UTF-8 of at most %d bytes", maxPauseText)
+	}
+	return nil
+}
+
+// ValidateResume checks ResumeSchedule's argument.
+func ValidateResume(name string) error {
+	if name == "" || len(name) > maxScheduleName || !utf8.ValidString(name) {
+		return Errorf(CodeInvalidInput, "resume schedule", "", nil, "a schedule's name is 1 to %d bytes of UTF-8", maxScheduleName)
+	}
+	return nil
+}

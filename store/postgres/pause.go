@@ -1,0 +1,59 @@
+package postgres
+
+import (
+	"context"
+
+	"flrh.dev/flrh/store"
+)
+
+// PauseSchedule implements store.SchedulePausing.
+func (s *Store) PauseSchedule(ctx context.Context, p store.PausedSchedule) error {
+	const op = "pause schedule"
+	if err := store.ValidatePause(p); err != nil {
+		return err
+	}
+	return s.write(ctx, op, "", func(tx *wtx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO paused_schedules (name, paused_by, reason, since) VALUES ($1, $2, $3, `+nowParam(4)+`) ON CONFLICT (name) DO NOTHING`,
+			p.Name, p.By, p.Reason, s.injected())
+		return err
+	})
+}
+
+// ResumeSchedule implements store.SchedulePausing.
+func (s *Store) ResumeSchedule(ctx context.Context, name string) (bool, error) {
+	const op = "resume schedule"
+	if err := store.ValidateResume(name); err != nil {
+		return false, err
+	}
+	resumed := false
+	err := s.write(ctx, op, "", func(tx *wtx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM paused_schedules WHERE name = $1`, name)
+		resumed = err == nil && tag.RowsAffected() > 0
+		return err
+	})
+	return resumed, err
+}
+
+// PausedSchedules implements store.SchedulePausing.
+func (s *Store) PausedSchedules(ctx context.Context) ([]store.PausedSchedule, error) {
+	const op = "paused schedules"
+	rows, err := s.pool.Query(ctx, `SELECT name, paused_by, reason, since FROM paused_schedules ORDER BY name`)
+	if err != nil {
+		return nil, s.mapErr(op, "", err)
+	}
+	defer rows.Close()
+	var out []store.PausedSchedule
+	for rows.Next() {
+		var p store.PausedSchedule
+		var since int64
+		if err := rows.Scan(&p.Name, &p.By, &p.Reason, &since); err != nil {
+			return nil, s.mapErr(op, "", err)
+		}
+		p.Since = fromNanos(since)
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.mapErr(op, "", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,57 @@
+package sqlite
+
+import (
+	"context"
+	"time"
+
+	"flrh.dev/flrh/store"
+)
+
+// PauseSchedule implements store.SchedulePausing.
+func (s *Store) PauseSchedule(ctx context.Context, p store.PausedSchedule) error {
+	const op = "pause schedule"
+	if err := store.ValidatePause(p); err != nil {
+		return err
+	}
+	return s.write(ctx, op, "", func(ctx context.Context, tx *wtx, now time.Time) error {
+		_, err := s.exec(ctx, tx, `INSERT INTO paused_schedules (name, paused_by, reason, since) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
+			p.Name, p.By, p.Reason, now.UnixNano())
+		return err
+	})
+}
+
+// ResumeSchedule implements store.SchedulePausing.
+func (s *Store) ResumeSchedule(ctx context.Context, name string) (bool, error) {
+	const op = "resume schedule"
+	if err := store.ValidateResume(name); err != nil {
+		return false, err
+	}
+	resumed := false
+	err := s.write(ctx, op, "", func(ctx context.Context, tx *wtx, _ time.Time) error {
+		res, err := s.exec(ctx, tx, `DELETE FROM paused_schedules WHERE name = ?`, name)
+		resumed = err == nil && res.n > 0
+		return err
+	})
+	return resumed, err
+}
+
+// PausedSchedules implements store.SchedulePausing.
+func (s *Store) PausedSchedules(ctx context.Context) ([]store.PausedSchedule, error) {
+	const op = "paused schedules"
+	rows, err := s.read(ctx, `SELECT name, paused_by, reason, since FROM paused_schedules ORDER BY name`)
+	if err != nil {
+		return nil, mapErr(op, "", err)
+	}
+	defer rows.Close()
+	var out []store.PausedSchedule
+	for rows.Next() {
+		var p store.PausedSchedule
+		var since int64
+		if err := rows.Scan(&p.Name, &p.By, &p.Reason, &since); err != nil {
+			return nil, mapErr(op, "", err)
+		}
+		p.Since = time.Unix(0, since).UTC()
+		out = append(out, p)
+	}
+	return out, mapErr(op, "", rows.Err())
+}

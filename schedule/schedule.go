@@ -219,6 +219,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics, when set, gets flrh_schedule_fires_total.
 	Metrics prometheus.Registerer
+	// Pauses, when set, holds which schedules an operator paused (the
+	// store every server shares): their times due start nothing.
+	Pauses store.SchedulePausing
 }
 
 // Scheduler starts the runs of its schedules when they are due.
@@ -246,7 +249,7 @@ func New(specs []Spec, cfg Config) (*Scheduler, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Scheduler{cfg: cfg, fires: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_schedule_fires_total",
-		Help: "Times a schedule was due, by what came of them: started, existed (started before, or by another server), missed (found past the catch-up window), failed."},
+		Help: "Times a schedule was due, by what came of them: started, existed (started before, or by another server), missed (found past the catch-up window), paused (an operator paused the schedule), failed."},
 		[]string{"schedule", "outcome"})}
 	var err error
 	if s.entries, err = s.compileAll(specs); err != nil {
@@ -384,11 +387,25 @@ func (s *Scheduler) pass(ctx context.Context) time.Time {
 	defer s.mu.Unlock()
 	now := s.cfg.Clock()
 	wake := now.Add(maxSleep)
+	var paused map[string]store.PausedSchedule // read once a time is due
 	for i, e := range s.entries {
 		retrying := false
 		for !s.next[i].IsZero() && !s.next[i].After(now) {
 			due := s.next[i]
-			if now.Sub(due) > e.catchUp {
+			if paused == nil {
+				var err error
+				if paused, err = s.paused(ctx); err != nil {
+					// Unsure whether it is paused, it is not started: the
+					// same time again in a while, as for a busy store.
+					s.cfg.Logger.Warn("schedules' pauses not read; trying again", "err", err.Error())
+					paused, retrying = nil, true
+					break
+				}
+			}
+			if p, ok := paused[e.spec.Name]; ok {
+				s.count(e, outcomePaused)
+				s.cfg.Logger.Info("scheduled run not started: the schedule is paused", "schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339), "paused_by", p.By)
+			} else if now.Sub(due) > e.catchUp {
 				s.count(e, outcomeMissed)
 				s.cfg.Logger.Warn("scheduled run missed", "schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339), "late", now.Sub(due).Round(time.Second).String(), "catch_up", e.catchUp.String())
 			} else if _, outcome, _ := s.start(ctx, e, due); outcome == outcomeRetry {
@@ -415,6 +432,7 @@ const (
 	outcomeExisted = "existed"
 	outcomeFailed  = "failed"
 	outcomeMissed  = "missed"
+	outcomePaused  = "paused"
 	outcomeRetry   = "retry" // not counted: the time is tried again
 )
 
@@ -456,20 +474,116 @@ type Info struct {
 	Workflow string    `json:"workflow"`
 	Version  string    `json:"version,omitempty"`
 	Next     time.Time `json:"next"` // zero when it is due never again
+	// Paused, when set, says who paused the schedule, why and since when:
+	// its times due start nothing until it is resumed.
+	Paused *Pause `json:"paused,omitempty"`
 }
 
-// List lists the schedules with their next times due after now.
-func (s *Scheduler) List() []Info {
+// Pause is a schedule's pause as Info shows it.
+type Pause struct {
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since"`
+}
+
+// List lists the schedules with their next times due after now, and
+// their pauses.
+func (s *Scheduler) List(ctx context.Context) ([]Info, error) {
+	paused, err := s.paused(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Clock()
 	out := make([]Info, len(s.entries))
 	for i, e := range s.entries {
-		out[i] = Info{Name: e.spec.Name, Cron: e.spec.Cron, TimeZone: e.loc.String(), Workflow: e.spec.Workflow, Version: e.spec.Version,
-			Next: e.cron.Next(now.In(e.loc)).UTC()}
+		out[i] = e.info(now, paused)
 	}
-	return out
+	return out, nil
 }
+
+func (e *entry) info(now time.Time, paused map[string]store.PausedSchedule) Info {
+	in := Info{Name: e.spec.Name, Cron: e.spec.Cron, TimeZone: e.loc.String(), Workflow: e.spec.Workflow, Version: e.spec.Version,
+		Next: e.cron.Next(now.In(e.loc)).UTC()}
+	if p, ok := paused[e.spec.Name]; ok {
+		in.Paused = &Pause{By: p.By, Reason: p.Reason, Since: p.Since}
+	}
+	return in
+}
+
+// paused reads the schedules paused, by name (none without Pauses).
+func (s *Scheduler) paused(ctx context.Context) (map[string]store.PausedSchedule, error) {
+	out := map[string]store.PausedSchedule{}
+	if s.cfg.Pauses == nil {
+		return out, nil
+	}
+	list, err := s.cfg.Pauses.PausedSchedules(ctx)
+	for _, p := range list {
+		out[p.Name] = p
+	}
+	return out, err
+}
+
+// ErrNoPauses is a pause asked of a scheduler whose store keeps none.
+var ErrNoPauses = errors.New("schedule: this server's store keeps no schedules' pauses")
+
+// Pause pauses the schedule, by and for reason, for every server sharing
+// the store: its times due start nothing until it is resumed, and are
+// not started late then (Backfill starts them, when wanted). A trigger
+// or a backfill still starts runs: they are asked for. A schedule paused
+// already keeps its first pause.
+func (s *Scheduler) Pause(ctx context.Context, name, by, reason string) (Info, error) {
+	if _, err := s.entry(name); err != nil {
+		return Info{}, err
+	}
+	if s.cfg.Pauses == nil {
+		return Info{}, ErrNoPauses
+	}
+	if err := s.cfg.Pauses.PauseSchedule(ctx, store.PausedSchedule{Name: name, By: by, Reason: reason}); err != nil {
+		return Info{}, err
+	}
+	s.cfg.Logger.Info("schedule paused", "schedule", name, "by", by, "reason", reason)
+	return s.infoOf(ctx, name)
+}
+
+// Resume lifts the schedule's pause: its next time due starts a run.
+// NotPausedError when it was not paused.
+func (s *Scheduler) Resume(ctx context.Context, name, by string) (Info, error) {
+	if _, err := s.entry(name); err != nil {
+		return Info{}, err
+	}
+	if s.cfg.Pauses == nil {
+		return Info{}, ErrNoPauses
+	}
+	resumed, err := s.cfg.Pauses.ResumeSchedule(ctx, name)
+	if err != nil {
+		return Info{}, err
+	}
+	if !resumed {
+		return Info{}, &NotPausedError{Name: name}
+	}
+	s.cfg.Logger.Info("schedule resumed", "schedule", name, "by", by)
+	return s.infoOf(ctx, name)
+}
+
+// infoOf is the schedule name as List shows it.
+func (s *Scheduler) infoOf(ctx context.Context, name string) (Info, error) {
+	e, err := s.entry(name)
+	if err != nil {
+		return Info{}, err
+	}
+	paused, err := s.paused(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	return e.info(s.cfg.Clock(), paused), nil
+}
+
+// NotPausedError is a resume of a schedule not paused.
+type NotPausedError struct{ Name string }
+
+func (e *NotPausedError) Error() string { return "schedule " + e.Name + " is not paused" }
 
 // NotFoundError is an act on a schedule that does not exist.
 type NotFoundError struct{ Name string }

@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -94,14 +95,19 @@ func run(t *testing.T, text, start, end string, jump time.Duration, st *starter)
 	return runClock(t, text, start, end, jump, st, &c)
 }
 
-// runClock is run, its clock put in *cp before the scheduler starts.
-func runClock(t *testing.T, text, start, end string, jump time.Duration, st *starter, cp **clock) *prometheus.Registry {
+// runClock is run, its clock put in *cp before the scheduler starts;
+// pauses, when given, are the scheduler's.
+func runClock(t *testing.T, text, start, end string, jump time.Duration, st *starter, cp **clock, pauses ...store.SchedulePausing) *prometheus.Registry {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &clock{now: utc(start), end: utc(end), jump: jump, cancel: cancel}
 	*cp = c
 	reg := prometheus.NewRegistry()
-	s, err := schedule.New(specs(t, text), schedule.Config{Runner: st, Workflows: workflows, Clock: c.Now, Sleep: c.Sleep, Metrics: reg})
+	cfg := schedule.Config{Runner: st, Workflows: workflows, Clock: c.Now, Sleep: c.Sleep, Metrics: reg}
+	if len(pauses) > 0 {
+		cfg.Pauses = pauses[0]
+	}
+	s, err := schedule.New(specs(t, text), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,5 +403,92 @@ func TestScheduleCheckedAtOnce(t *testing.T) {
 	}
 	if runs, _ := st.Runs(ctx, "", 10); len(runs) != 0 {
 		t.Fatalf("checking wrote runs: %v", runs)
+	}
+}
+
+// pauses is a schedule's pause over a stretch of the fake clock, and a
+// read of the pauses that fails at one instant.
+type pauses struct {
+	c           **clock
+	from, until time.Time
+	failAt      time.Time
+	failed      int
+}
+
+func (p *pauses) PausedSchedules(context.Context) ([]store.PausedSchedule, error) {
+	now := (*p.c).Now()
+	if now.Equal(p.failAt) {
+		p.failed++
+		return nil, store.Errorf(store.CodeUnavailable, "paused schedules", "", nil, "busy")
+	}
+	if !now.Before(p.from) && now.Before(p.until) {
+		return []store.PausedSchedule{{Name: "nightly", By: "olga", Reason: "migration"}}, nil
+	}
+	return nil, nil
+}
+func (p *pauses) PauseSchedule(context.Context, store.PausedSchedule) error { return nil }
+func (p *pauses) ResumeSchedule(context.Context, string) (bool, error)      { return false, nil }
+
+// Times due while the schedule is paused start nothing, and are not
+// started late once it is resumed; a time due when the pauses cannot be
+// read is tried again 5 s later, not started unsure.
+func TestSchedulerPaused(t *testing.T) {
+	st := &starter{}
+	var c *clock
+	p := &pauses{c: &c, from: utc("2026-12-08 00:00:00"), until: utc("2026-12-10 00:00:00"), failAt: utc("2026-12-11 01:30:00")}
+	reg := runClock(t, nightly, "2026-12-07 00:00:00", "2026-12-12 00:00:00", 0, st, &c, p)
+	// 02:30 in Paris is 01:30 UTC; the 8th and the 9th paused; the 11th
+	// once unread, then started 5 s later.
+	want := []string{"nightly-2026-12-07T01:30:00Z", "nightly-2026-12-10T01:30:00Z", "nightly-2026-12-11T01:30:00Z"}
+	if !slices.Equal(st.started, want) || p.failed != 1 {
+		t.Fatalf("started %v (pauses unread %d times), want %v", st.started, p.failed, want)
+	}
+	for outcome, n := range map[string]float64{"started": 3, "paused": 2, "missed": 0} {
+		if got := count(reg, "nightly", outcome); got != n {
+			t.Errorf("%s counted %v, want %v", outcome, got, n)
+		}
+	}
+}
+
+// Pause and Resume through a store every server shares: listed with who,
+// why and since when; paused again, the first pause stands; resumed, and
+// a second resume is refused; an unknown schedule is refused.
+func TestSchedulePauseAndResume(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	s, err := schedule.New(specs(t, nightly), schedule.Config{Runner: &starter{}, Workflows: workflows, Pauses: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Pause(ctx, "nightly", "olga", "the ledger is being migrated")
+	if err != nil || info.Paused == nil || info.Paused.By != "olga" || info.Paused.Reason != "the ledger is being migrated" || time.Since(info.Paused.Since) > time.Minute {
+		t.Fatalf("paused: %+v, %v", info, err)
+	}
+	if again, err := s.Pause(ctx, "nightly", "pete", "again"); err != nil || again.Paused.By != "olga" {
+		t.Fatalf("paused again: %+v, %v", again.Paused, err)
+	}
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 1 || list[0].Paused == nil || list[0].Paused.By != "olga" {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	if info, err := s.Resume(ctx, "nightly", "pete"); err != nil || info.Paused != nil {
+		t.Fatalf("resumed: %+v, %v", info, err)
+	}
+	var np *schedule.NotPausedError
+	if _, err := s.Resume(ctx, "nightly", "pete"); !errors.As(err, &np) {
+		t.Fatalf("resumed again: %v", err)
+	}
+	var nf *schedule.NotFoundError
+	if _, err := s.Pause(ctx, "weekly", "olga", ""); !errors.As(err, &nf) {
+		t.Fatalf("an unknown schedule: %v", err)
+	}
+	// A scheduler whose store keeps no pauses says so.
+	bare, _ := schedule.New(specs(t, nightly), schedule.Config{Runner: &starter{}, Workflows: workflows})
+	if _, err := bare.Pause(ctx, "nightly", "olga", ""); !errors.Is(err, schedule.ErrNoPauses) {
+		t.Fatalf("no pauses: %v", err)
 	}
 }

@@ -27,7 +27,7 @@ var schemaFS embed.FS
 const schemaBase = "https://flrh.dev/schema/server/"
 
 // requestSchemas names every embedded schema, in a fixed order.
-var requestSchemas = []string{"approve", "cancel", "choose", "deny", "mrp", "reconcile", "release", "start_run", "submit_input", "tokens", "identity", "login_token", "login_refresh", "webhooks", "backfill"}
+var requestSchemas = []string{"approve", "cancel", "choose", "deny", "mrp", "reconcile", "release", "start_run", "submit_input", "tokens", "identity", "login_token", "login_refresh", "webhooks", "backfill", "pause"}
 
 var compiled = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()

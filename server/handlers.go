@@ -45,6 +45,8 @@ var routes = []route{
 	{Method: "GET", Pattern: "/v1/schedules", Perm: permRead, handle: (*Server).listSchedules},
 	{Method: "POST", Pattern: "/v1/schedules/{name}/trigger", Perm: permSchedule, handle: (*Server).triggerSchedule},
 	{Method: "POST", Pattern: "/v1/schedules/{name}/backfill", Perm: permSchedule, Body: "backfill", handle: (*Server).backfillSchedule},
+	{Method: "POST", Pattern: "/v1/schedules/{name}/pause", Perm: permSchedule, Body: "pause", handle: (*Server).pauseSchedule},
+	{Method: "POST", Pattern: "/v1/schedules/{name}/resume", Perm: permSchedule, handle: (*Server).resumeSchedule},
 	{Method: "GET", Pattern: "/v1/runs", Perm: permRead, handle: (*Server).listRuns},
 	{Method: "GET", Pattern: "/v1/approvals", Perm: permRead, handle: (*Server).listApprovals},
 	{Method: "POST", Pattern: "/v1/runs", Perm: permStart, Body: "start_run", handle: (*Server).startRun},

@@ -26,6 +26,7 @@ var bodySchemaNames = map[string]string{
 	"login_token":   "LoginToken",
 	"login_refresh": "LoginRefresh",
 	"backfill":      "Backfill",
+	"pause":         "Pause",
 }
 
 // OpenAPI returns the API's OpenAPI 3.1 document: the hand-written

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"flrh.dev/flrh/schedule"
@@ -32,7 +33,10 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, _ Princip
 	}
 	list := []schedule.Info{}
 	if sc := s.schedules.Load(); sc != nil {
-		list = sc.List()
+		var err error
+		if list, err = sc.List(r.Context()); err != nil {
+			return err
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"schedules": list})
 	return nil
@@ -80,15 +84,57 @@ func (s *Server) backfillSchedule(w http.ResponseWriter, r *http.Request, p Prin
 	return nil
 }
 
+// Pause is the body of POST /v1/schedules/{name}/pause.
+type Pause struct {
+	Reason string `json:"reason"`
+}
+
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+	sc, err := s.scheduler()
+	if err != nil {
+		return err
+	}
+	var req Pause
+	if err := s.decode(w, r, "pause", &req); err != nil {
+		return err
+	}
+	info, err := sc.Pause(r.Context(), r.PathValue("name"), p.Actor, req.Reason)
+	if err != nil {
+		return scheduleErr(err)
+	}
+	s.log.Info("schedule paused", "request_id", requestID(r), "schedule", info.Name, "actor", p.Actor, "reason", req.Reason)
+	writeJSON(w, http.StatusOK, info)
+	return nil
+}
+
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
+	sc, err := s.scheduler()
+	if err != nil {
+		return err
+	}
+	info, err := sc.Resume(r.Context(), r.PathValue("name"), p.Actor)
+	if err != nil {
+		return scheduleErr(err)
+	}
+	s.log.Info("schedule resumed", "request_id", requestID(r), "schedule", info.Name, "actor", p.Actor)
+	writeJSON(w, http.StatusOK, info)
+	return nil
+}
+
 // scheduleErr maps a scheduler's refusal to the API's.
 func scheduleErr(err error) error {
 	var nf *schedule.NotFoundError
 	var re *schedule.RangeError
+	var np *schedule.NotPausedError
 	switch {
 	case errors.As(err, &nf):
 		return apiErr(http.StatusNotFound, TypeNotFound, "", "%s", nf.Error())
 	case errors.As(err, &re):
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "%s", re.Error())
+	case errors.As(err, &np):
+		return apiErr(http.StatusConflict, TypeConflict, "", "%s", np.Error())
+	case errors.Is(err, schedule.ErrNoPauses):
+		return apiErr(http.StatusNotFound, TypeNotFound, "", "%s", strings.TrimPrefix(err.Error(), "schedule: "))
 	}
 	return err
 }

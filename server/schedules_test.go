@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"flrh.dev/flrh/schedule"
+	"flrh.dev/flrh/store"
 )
 
 func TestSchedulesAPI(t *testing.T) {
@@ -17,8 +18,9 @@ func TestSchedulesAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pauses, _ := store.SchedulePausingOf(f.store)
 	sc, err := schedule.New(specs, schedule.Config{Runner: f.runner, Workflows: Static{f.server.cfg.Catalog.Workflows()[0]}.Workflows,
-		Clock: func() time.Time { return now }})
+		Clock: func() time.Time { return now }, Pauses: pauses})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +53,14 @@ func TestSchedulesAPI(t *testing.T) {
 		{"no such schedule", "POST", "/v1/schedules/nightly/trigger", tokOperator, "", 404, "no schedule nightly"},
 		{"a time that is no time", "POST", "/v1/schedules/m/backfill", tokOperator, `{"from":"yesterday","to":"2026-12-07T10:00:00Z"}`, 422, ""},
 		{"a member unknown", "POST", "/v1/schedules/m/backfill", tokOperator, `{"from":"2026-12-07T11:00:00Z","to":"2026-12-07T12:00:00Z","dry":true}`, 422, "dry"},
+		{"an agent may not pause", "POST", "/v1/schedules/m/pause", tokAgent, `{}`, 403, ""},
+		{"paused", "POST", "/v1/schedules/m/pause", tokOperator, `{"reason":"the ledger is being migrated"}`, 200, `"paused":{"by":"oscar","reason":"the ledger is being migrated","since":`},
+		{"listed paused", "GET", "/v1/schedules", tokViewer, "", 200, `"paused":{"by":"oscar","reason":"the ledger is being migrated"`},
+		{"paused again: the first pause stands", "POST", "/v1/schedules/m/pause", tokOperator, `{"reason":"again"}`, 200, `"reason":"the ledger is being migrated"`},
+		{"a reason too long", "POST", "/v1/schedules/m/pause", tokOperator, `{"reason":"` + strings.Repeat("x", 501) + `"}`, 422, "/reason"},
+		{"pausing no such schedule", "POST", "/v1/schedules/nightly/pause", tokOperator, `{}`, 404, "no schedule nightly"},
+		{"resumed", "POST", "/v1/schedules/m/resume", tokOperator, "", 200, `"name":"m"`},
+		{"resumed again", "POST", "/v1/schedules/m/resume", tokOperator, "", 409, "schedule m is not paused"},
 	}
 	for _, s := range steps {
 		a := f.do(s.method, s.path, s.token, map[bool]string{true: "application/json"}[s.body != ""], []byte(s.body))

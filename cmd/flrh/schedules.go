@@ -100,7 +100,30 @@ as trigger reads it.`,
 			body, _ := json.Marshal(map[string]string{"from": from, "to": to})
 			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/backfill", string(body))
 		}}
-	for _, c := range []*cobra.Command{trigger, backfill} {
+	var reason string
+	pause := &cobra.Command{Use: "pause NAME",
+		Short: "Pause a schedule for every server sharing the store (POST /v1/schedules/NAME/pause)",
+		Long: `pause asks the server at --url to pause the schedule: no server sharing the
+store starts its runs until it is resumed, and the times due meanwhile are
+not started late then (backfill them if they are wanted). A trigger or a
+backfill still starts runs. The pause names who paused it (the token's
+actor), --reason, and since when; GET /v1/schedules shows it. The bearer
+token is read as trigger reads it.`,
+		Example: `  flrh schedule pause nightly --reason "the ledger is being migrated" --url http://127.0.0.1:7700`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body, _ := json.Marshal(map[string]string{"reason": reason})
+			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/pause", string(body))
+		}}
+	pause.Flags().StringVar(&reason, "reason", "", "why, shown beside the pause")
+	resume := &cobra.Command{Use: "resume NAME",
+		Short: "Resume a paused schedule (POST /v1/schedules/NAME/resume)",
+		Long:  `resume lifts the schedule's pause: its next time due starts a run. Exit status 1 when it was not paused.`,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/resume", "")
+		}}
+	for _, c := range []*cobra.Command{trigger, backfill, pause, resume} {
 		c.Flags().StringVar(&url, "url", "http://127.0.0.1:7700", "the server's address")
 		c.Flags().StringVar(&tokenEnv, "token-env", "FLRH_TOKEN", "the environment variable holding the bearer token (an operator's)")
 	}
@@ -108,8 +131,8 @@ as trigger reads it.`,
 	backfill.Flags().StringVar(&to, "to", "", "the last time to fill (RFC 3339)")
 	backfill.MarkFlagRequired("from")
 	backfill.MarkFlagRequired("to")
-	group := &cobra.Command{Use: "schedule", Short: "Check, trigger and backfill the schedules that start runs on a calendar (see flrh serve --schedules)"}
-	group.AddCommand(check, trigger, backfill)
+	group := &cobra.Command{Use: "schedule", Short: "Check, trigger, backfill, pause and resume the schedules that start runs on a calendar (see flrh serve --schedules)"}
+	group.AddCommand(check, trigger, backfill, pause, resume)
 	rootCmd.AddCommand(group)
 }
 

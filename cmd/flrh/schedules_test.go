@@ -200,3 +200,87 @@ func TestSchedulesOverTheCLI(t *testing.T) {
 		t.Fatalf("trigger: %v\n%s", err, out)
 	}
 }
+
+// A schedule paused through the CLI starts nothing, across a SIGKILL
+// and a restart (the pause is the store's), until it is resumed; the
+// times due meanwhile are not started late.
+func TestSchedulePauseOverTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "schedules.yaml")
+	if err := os.WriteFile(file, []byte(`schedules:
+  - name: tick
+    cron: "* * * * * *"
+    catch_up_seconds: 30
+    workflow: refund-agent
+    input: {refunds: [{id: "t-{$local}", amount: 5, payee: carol, reason: tick}]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sandbox := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	serve := func() *serveProc {
+		return startServe(t, bin, nil, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sandbox+"/v1/effects", "--schedules", file)
+	}
+	cli := func(args ...string) (string, int) {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), 0
+	}
+	p := serve()
+	for deadline := time.Now().Add(30 * time.Second); len(listRuns(t, p.base)) == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no run after 30 s")
+		}
+	}
+	if out, code := cli("schedule", "pause", "tick", "--reason", "the ledger is being migrated", "--url", p.base); code != 0 || !strings.Contains(out, `"reason": "the ledger is being migrated"`) {
+		t.Fatalf("pause: %d\n%s", code, out)
+	}
+	pausedAt := time.Now()
+	time.Sleep(1500 * time.Millisecond) // a time due as the pause was written may still start
+	before := listRuns(t, p.base)
+	time.Sleep(2 * time.Second)
+	if after := listRuns(t, p.base); len(after) != len(before) {
+		t.Fatalf("runs started while paused: %v then %v", before, after)
+	}
+	// Killed and restarted within the catch-up window: still paused.
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	p = serve()
+	time.Sleep(2 * time.Second)
+	if after := listRuns(t, p.base); len(after) != len(before) {
+		t.Fatalf("runs started while paused, after a restart: %v then %v", before, after)
+	}
+	if out, code := cli("schedule", "resume", "tick", "--url", p.base); code != 0 || strings.Contains(out, `"paused"`) {
+		t.Fatalf("resume: %d\n%s", code, out)
+	}
+	resumedAt := time.Now()
+	if out, code := cli("schedule", "resume", "tick", "--url", p.base); code != 1 || !strings.Contains(out, "schedule tick is not paused") {
+		t.Fatalf("resume again: %d\n%s", code, out)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(listRuns(t, p.base)) <= len(before); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no run after the resume")
+		}
+	}
+	// No run of a time between the pause (and the one in flight) and the
+	// resume.
+	for _, id := range listRuns(t, p.base) {
+		at, err := time.Parse(time.RFC3339, strings.TrimPrefix(id, "tick-"))
+		if err != nil {
+			t.Fatalf("run id %s: %v", id, err)
+		}
+		if at.After(pausedAt.Add(time.Second)) && at.Before(resumedAt.Add(-time.Second)) {
+			t.Fatalf("run %s of a time while paused (%s to %s)", id, pausedAt.Format(time.RFC3339), resumedAt.Format(time.RFC3339))
+		}
+	}
+	if !strings.Contains(p.stderr.String(), "the schedule is paused") {
+		t.Fatalf("the restarted process does not log the pause:\n%s", p.stderr)
+	}
+}

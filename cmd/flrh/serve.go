@@ -404,7 +404,8 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		catalog := server.Static(workflows)
 		var scheduler *schedule.Scheduler
 		if schedules != nil {
-			if scheduler, err = schedule.New(schedules, schedule.Config{Runner: r, Workflows: catalog.Workflows, Logger: log, Metrics: metricsReg}); err != nil {
+			pauses, _ := store.SchedulePausingOf(wrapped)
+			if scheduler, err = schedule.New(schedules, schedule.Config{Runner: r, Workflows: catalog.Workflows, Logger: log, Metrics: metricsReg, Pauses: pauses}); err != nil {
 				return usagef("--schedules %s: %v", *schedulesFile, err)
 			}
 		}

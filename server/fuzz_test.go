@@ -35,6 +35,10 @@ func bodyTarget(schema string) any {
 		return &Choose{}
 	case "mrp":
 		return &MRPTransition{}
+	case "backfill":
+		return &Backfill{}
+	case "pause":
+		return &Pause{}
 	}
 	return &tokenFile{}
 }
@@ -51,6 +55,7 @@ func FuzzDecodeBodies(f *testing.F) {
 		`{"proposal_id":"proposal:1","option":"path:store-credit"}`, `{"trigger":"pause","reason":"wait"}`,
 		`{"trigger":"reject_all","proposal_id":"proposal:1"}`, `{"trigger":"PAUSE"}`,
 		`{"a":1.5}`, `{"a":1,"a":2}`, `[`, "\xff", `{"input":{"x":"e\u0301"}}`,
+		`{"from":"2026-12-07T11:00:00Z","to":"2026-12-07T12:00:00Z"}`, `{"reason":"the ledger is being migrated"}`,
 		`{"code":"c-1","code_verifier":"` + strings.Repeat("v", 43) + `","redirect_uri":"http://127.0.0.1:7700/ui/"}`,
 		`{"issuer":"https://idp.example.com","audience":"flrh","login":{"client_id":"c"}}`, `{"refresh_token":"rt-1"}`,
 	} {
@@ -124,7 +129,7 @@ func FuzzHandlers(f *testing.F) {
 		"/v1/runs/fz/choose", "/v1/runs/fz/mrp",
 		"/v1/runs/fz", "/v1/runs/fz/events", "/v1/runs?state=X", "/v1/workflows", "/v1/runs/fz/tickets", "/v1/runs/fz/fhr", "/v1/runs/fz/scorecard",
 		"/v1/runs/fz/why?proposal=p", "/v1/runs/fz/case", "/v1/login", "/v1/login/token", "/v1/login/refresh", "/v1/runs/fz/why?fact=blocked(%22x%22)", "/v1/approvals", "/v1/approvals?mine=true&limit=3",
-		"/v1/hooks/fz", "/v1/schedules", "/v1/schedules/fz/trigger", "/v1/schedules/fz/backfill", "/v1/hooks/fz/parked?limit=2", "/v1/hooks/fz/parked/x/redeliver"}
+		"/v1/hooks/fz", "/v1/schedules", "/v1/schedules/fz/trigger", "/v1/schedules/fz/backfill", "/v1/hooks/fz/parked?limit=2", "/v1/hooks/fz/parked/x/redeliver", "/v1/hooks", "/v1/schedules/fz/pause"}
 	toks := []string{tokOperator, tokApprover, tokReconciler, tokViewer, tokAgent, tokUnknown, ""}
 	f.Add(uint8(0), uint8(0), "application/json", []byte(`{"workflow":"refund-agent","run_id":"fz","input":{"refunds":[{"id":"r-9","amount":5,"payee":"z","reason":"r"}]}}`))
 	f.Add(uint8(2), uint8(1), "application/json", []byte(`{"request_id":"approval:r-9","request_digest":"sha256:`+strings.Repeat("b", 64)+`"}`))

@@ -543,13 +543,12 @@ func (s *Scheduler) Pause(ctx context.Context, name, by, reason string) (Info, e
 	if err := s.cfg.Pauses.PauseSchedule(ctx, store.PausedSchedule{Name: name, By: by, Reason: reason}); err != nil {
 		return Info{}, err
 	}
-	s.cfg.Logger.Info("schedule paused", "schedule", name, "by", by, "reason", reason)
 	return s.infoOf(ctx, name)
 }
 
 // Resume lifts the schedule's pause: its next time due starts a run.
 // NotPausedError when it was not paused.
-func (s *Scheduler) Resume(ctx context.Context, name, by string) (Info, error) {
+func (s *Scheduler) Resume(ctx context.Context, name string) (Info, error) {
 	if _, err := s.entry(name); err != nil {
 		return Info{}, err
 	}
@@ -563,7 +562,6 @@ func (s *Scheduler) Resume(ctx context.Context, name, by string) (Info, error) {
 	if !resumed {
 		return Info{}, &NotPausedError{Name: name}
 	}
-	s.cfg.Logger.Info("schedule resumed", "schedule", name, "by", by)
 	return s.infoOf(ctx, name)
 }
 

@@ -475,11 +475,11 @@ func TestSchedulePauseAndResume(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].Paused == nil || list[0].Paused.By != "olga" {
 		t.Fatalf("list: %+v, %v", list, err)
 	}
-	if info, err := s.Resume(ctx, "nightly", "pete"); err != nil || info.Paused != nil {
+	if info, err := s.Resume(ctx, "nightly"); err != nil || info.Paused != nil {
 		t.Fatalf("resumed: %+v, %v", info, err)
 	}
 	var np *schedule.NotPausedError
-	if _, err := s.Resume(ctx, "nightly", "pete"); !errors.As(err, &np) {
+	if _, err := s.Resume(ctx, "nightly"); !errors.As(err, &np) {
 		t.Fatalf("resumed again: %v", err)
 	}
 	var nf *schedule.NotFoundError

@@ -112,7 +112,7 @@ func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request, p Princi
 	if err != nil {
 		return err
 	}
-	info, err := sc.Resume(r.Context(), r.PathValue("name"), p.Actor)
+	info, err := sc.Resume(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return scheduleErr(err)
 	}

@@ -142,12 +142,12 @@ when the file is wrong or a secret is missing or unusable.`,
 		Long: `send signs the body with the webhook's first secret, in its scheme
 (timestamped now; a Linear body's webhookTimestamp is set to now), posts it
 to URL/v1/hooks/NAME as JSON (as a form for Twilio, and for Slack when the
-body is not JSON: a slash command's) and prints the answer: a way to try a webhook,
-its templates and the run it makes before its sender is pointed at flrh.
-The id is the delivery's (a Stripe or Slack event's is its body's own);
-sending one again shows that a delivery is taken once. A webhook holding
-its sender's public key (Standard Webhooks' whpk_, Discord's) cannot sign. Exit status 1 when the server
-refuses the delivery.`,
+body is not JSON: a slash command's) and prints the answer: a way to try a
+webhook, its templates and the run it makes before its sender is pointed
+at flrh. The id is the delivery's (a Stripe or Slack event's is its body's
+own); sending one again shows that a delivery is taken once. A webhook
+holding its sender's public key (Standard Webhooks' whpk_, Discord's)
+cannot sign. Exit status 1 when the server refuses the delivery.`,
 		Example: `  flrh webhook send shop --webhooks webhooks.yaml --body refund.json --url http://127.0.0.1:7700
   flrh webhook send tracker --webhooks webhooks.yaml --body issue.json --event issues --id 7c1e`,
 		Args: cobra.ExactArgs(1),
@@ -196,18 +196,16 @@ refuses the delivery.`,
 				id = "try-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 			}
 			d := webhook.Delivery{ID: id, Event: event, Timestamp: time.Now().Unix()}
-			h := webhook.Sign(spec.Scheme, secret, d, body)
-			ctype := "application/json"
-			if spec.Scheme == webhook.Twilio || (spec.Scheme == webhook.Slack && !json.Valid(body)) {
-				// A form, as Twilio and Slack's commands send: Twilio's
-				// signed over the URL it would post to (the webhook's url),
-				// whichever server --url names.
-				ctype = "application/x-www-form-urlencoded"
-				if spec.Scheme == webhook.Twilio {
-					h = webhook.SignTwilio(secret, spec.URL, d, body)
-				}
+			h, ctype := webhook.Sign(spec.Scheme, secret, d, body), "application/json"
+			switch {
+			case spec.Scheme == webhook.Twilio:
+				// Signed over the URL Twilio would post to (the webhook's
+				// url), whichever server --url names.
+				h, ctype = webhook.SignTwilio(secret, spec.URL, d, body), "application/x-www-form-urlencoded"
+			case spec.Scheme == webhook.Slack && !json.Valid(body):
+				ctype = "application/x-www-form-urlencoded" // a slash command's form
 			}
-			req, err := http.NewRequestWithContext(cmd.Context(), "POST", strings.TrimSuffix(url, "/")+"/v1/hooks/"+spec.Name, bytes.NewReader(body))
+			req, err := http.NewRequestWithContext(cmd.Context(), "POST", strings.TrimSuffix(url, "/")+hookPath(spec.Name), bytes.NewReader(body))
 			if err != nil {
 				return usagef("--url: %v", err)
 			}
@@ -219,7 +217,7 @@ refuses the delivery.`,
 		}}
 	send.Flags().StringVar(&sendFile, "webhooks", "", "the webhooks file (JSON or YAML), as flrh serve --webhooks takes")
 	send.Flags().StringVar(&url, "url", "http://127.0.0.1:7700", "the server's address")
-	send.Flags().StringVar(&bodyFile, "body", "", "a file holding the body to deliver (JSON)")
+	send.Flags().StringVar(&bodyFile, "body", "", "a file holding the body to deliver (JSON, or a form for Twilio and Slack's commands)")
 	send.Flags().StringVar(&id, "id", "", "the delivery's id (default one made of the time); a Stripe event's is its body's")
 	send.Flags().StringVar(&event, "event", "", "the event, for the schemes that carry it in a header (GitHub, Shopify, GitLab, Linear)")
 	send.MarkFlagRequired("webhooks")
@@ -238,7 +236,7 @@ from the variable --token-env names (FLRH_TOKEN).`,
 		Example: `  FLRH_TOKEN=... flrh webhook parked shop --url https://flrh.example.com`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return apiCall(cmd, "GET", url, tokenEnv, "/v1/hooks/"+neturl.PathEscape(args[0])+"/parked?limit="+strconv.Itoa(limit), "")
+			return apiCall(cmd, "GET", url, tokenEnv, hookPath(args[0], "parked")+"?limit="+strconv.Itoa(limit), "")
 		}}
 	parked.Flags().IntVar(&limit, "limit", 100, "how many to list, at most (1 to 1000)")
 	redeliver := &cobra.Command{Use: "redeliver NAME ID",
@@ -251,13 +249,13 @@ Exit status 1 when it is refused.`,
 		Example: `  flrh webhook redeliver shop 7c1e-4f2a --url http://127.0.0.1:7700`,
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return apiCall(cmd, "POST", url, tokenEnv, "/v1/hooks/"+neturl.PathEscape(args[0])+"/parked/"+neturl.PathEscape(args[1])+"/redeliver", "")
+			return apiCall(cmd, "POST", url, tokenEnv, hookPath(args[0], "parked", args[1], "redeliver"), "")
 		}}
 	drop := &cobra.Command{Use: "drop NAME ID",
 		Short: "Drop a parked delivery, not to be taken (DELETE /v1/hooks/NAME/parked/ID)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return apiCall(cmd, "DELETE", url, tokenEnv, "/v1/hooks/"+neturl.PathEscape(args[0])+"/parked/"+neturl.PathEscape(args[1]), "")
+			return apiCall(cmd, "DELETE", url, tokenEnv, hookPath(args[0], "parked", args[1]), "")
 		}}
 	for _, c := range []*cobra.Command{parked, redeliver, drop} {
 		c.Flags().StringVar(&url, "url", "http://127.0.0.1:7700", "the server's address")
@@ -288,4 +286,14 @@ func stampLinear(body []byte, now time.Time) ([]byte, error) {
 	}
 	event["webhookTimestamp"] = json.RawMessage(strconv.FormatInt(now.UnixMilli(), 10))
 	return json.Marshal(event)
+}
+
+// hookPath is the API path of a webhook and what follows it, each part
+// escaped: a delivery's id may hold a slash.
+func hookPath(name string, rest ...string) string {
+	p := "/v1/hooks/" + neturl.PathEscape(name)
+	for _, r := range rest {
+		p += "/" + neturl.PathEscape(r)
+	}
+	return p
 }

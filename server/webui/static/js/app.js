@@ -1,5 +1,6 @@
-// The UI's shell: hash routes (#/runs, #/run/ID, #/inbox, #/hooks), the token
-// form, the status line and the inbox count in the header.
+// The UI's shell: hash routes (#/runs, #/run/ID, #/inbox, #/hooks,
+// #/schedules), the token form, the status line and the inbox count in the
+// header.
 
 import { get, token, setToken, ApiError } from './api.js';
 import { replace } from './dom.js';
@@ -7,6 +8,7 @@ import { runsPage } from './runs.js';
 import { runPage } from './run.js';
 import { inboxPage, waitingApprovals } from './inbox.js';
 import { hooksPage } from './hooks.js';
+import { schedulesPage } from './schedules.js';
 import { signInOffered, beginSignIn, finishSignIn, keepSignedIn, forgetSignIn, signedInHere, signOut } from './signin.js';
 
 const main = document.getElementById('main');
@@ -29,6 +31,7 @@ const routes = [
   [/^#\/runs(\?.*)?$/, () => runsPage],
   [/^#\/inbox$/, () => inboxPage],
   [/^#\/hooks$/, () => hooksPage],
+  [/^#\/schedules$/, () => schedulesPage],
   [/^#\/run\/(.+)$/, (m) => (el, signal) => runPage(el, signal, decodeURIComponent(m[1]))],
 ];
 

@@ -63,7 +63,7 @@ export function field(obj, ...names) {
 // so that a person sees at once what their token cannot do).
 const ACT_ROLES = {
   approve: ['approver'], deny: ['approver'], reconcile: ['reconciler'], cancel: ['operator'],
-  choose: ['operator', 'approver'], steer: ['operator', 'approver'], start: ['operator', 'agent'], hooks: ['operator'],
+  choose: ['operator', 'approver'], steer: ['operator', 'approver'], start: ['operator', 'agent'], hooks: ['operator'], schedule: ['operator'],
 };
 
 // may reports whether the signed-in caller holds a role for the act; true

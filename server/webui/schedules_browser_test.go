@@ -1,0 +1,83 @@
+package webui_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/schedule"
+	"flrh.dev/flrh/server"
+	"flrh.dev/flrh/store"
+)
+
+// The schedules page: a schedule listed with its next time; run now
+// through the page (its run in the store); paused with a reason (the
+// store holds the pause, and the page shows who and why); resumed; a
+// viewer's buttons disabled.
+func TestBrowserSchedules(t *testing.T) {
+	w := newWorld(t)
+	wf, _, err := bundle.LoadExample("refund-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := schedule.Parse([]byte(`{"schedules":[{"name":"nightly","cron":"30 2 * * *","time_zone":"Europe/Paris","workflow":"refund-agent",
+ "input":{"type":"refund.requested/1","payload":{"refund_id":"n-{$date}","amount":5,"payee":"alice","reason":"nightly goodwill"}}}]}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pauses, _ := store.SchedulePausingOf(w.st)
+	sc, err := schedule.New(specs, schedule.Config{Runner: w.r, Workflows: func() []runner.Workflow { return []runner.Workflow{wf} }, Pauses: pauses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := server.ParseTokens([]byte(tokens))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := w.serve(server.Config{Tokens: tk, Schedules: sc})
+	row := `tr[data-schedule="nightly"]`
+	w.run("the schedules page", chromedp.Navigate(ts.URL+"/ui/#/schedules"),
+		chromedp.SendKeys(chromedp.CSS("#token-input"), tokLead), chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
+		waitText("#whoami", "finance-lead"), chromedp.WaitVisible(chromedp.CSS(row)),
+		waitText(row, "30 2 * * *"), waitText(row, "Europe/Paris"), waitText(row+" td.paused", "no"))
+	w.checkA11y("schedules")
+
+	w.run("run now", press(row+` button[data-act="trigger"]`), waitText("#status", "nightly: started run nightly-"))
+	runs, err := w.st.Runs(context.Background(), "", 100)
+	if err != nil || !slices.ContainsFunc(runs, func(r store.Run) bool { return strings.HasPrefix(r.ID, "nightly-") }) {
+		t.Fatalf("no nightly run in the store: %v, %v", runs, err)
+	}
+
+	w.run("pause", chromedp.SendKeys(chromedp.CSS(row+` input`), "the ledger is being migrated"), press(row+` button[data-act="pause"]`),
+		waitText("#status", "Paused nightly on every server."),
+		waitText(row+" td.paused", "Paused by finance-lead since "), waitText(row+" td.paused", ": the ledger is being migrated"))
+	list, err := pauses.PausedSchedules(context.Background())
+	if err != nil || len(list) != 1 || list[0].By != "finance-lead" || list[0].Reason != "the ledger is being migrated" || time.Since(list[0].Since) > time.Minute {
+		t.Fatalf("the store's pauses: %+v, %v", list, err)
+	}
+	w.shot("14-schedules-paused")
+	w.run("resume", press(row+` button[data-act="resume"]`), waitText("#status", "Resumed nightly."), waitText(row+" td.paused", "no"))
+	if list, err := pauses.PausedSchedules(context.Background()); err != nil || len(list) != 0 {
+		t.Fatalf("paused after the resume: %+v, %v", list, err)
+	}
+
+	w.run("viewer", chromedp.Click(chromedp.CSS("#token-clear")), chromedp.SendKeys(chromedp.CSS("#token-input"), tokViewer),
+		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)), waitText("#whoami", "vera (viewer)"), chromedp.WaitVisible(chromedp.CSS(row)))
+	disabled := value(w, "disabled", chromedp.Evaluate[[]string](`[...document.querySelectorAll('tr[data-schedule="nightly"] button')].filter(b=>b.disabled).map(b=>b.dataset.act+': '+b.title)`))
+	if !slices.Equal(disabled, []string{"trigger: needs the operator role", "pause: needs the operator role"}) {
+		t.Fatalf("a viewer's buttons: %v", disabled)
+	}
+
+	w.mu.Lock()
+	errs := slices.Clone(w.errors)
+	w.mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatalf("the pages raised errors:\n%s", strings.Join(errs, "\n"))
+	}
+}

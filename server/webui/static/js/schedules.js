@@ -1,0 +1,67 @@
+// The schedules page: each schedule that starts runs on a calendar, its
+// next time due and its pause, to trigger now, pause with a reason, or
+// resume.
+
+import { get, api } from './api.js';
+import { h, replace, when, gate } from './dom.js';
+
+async function shell() { return import('./app.js'); }
+
+function schedulePath(name, act) {
+  return '/v1/schedules/' + encodeURIComponent(name) + '/' + act;
+}
+
+export async function schedulesPage(el, signal) {
+  const body = h('tbody');
+  const info = h('p', { class: 'muted', id: 'schedules-info', 'aria-live': 'polite' });
+  replace(el, h('h1', {}, 'Schedules'),
+    h('p', {}, 'Schedules start runs on a calendar, on every server sharing the store. A pause holds for all of them until it is resumed; the times due meanwhile are not run late.'),
+    info,
+    h('table', { id: 'schedules' },
+      h('caption', { class: 'muted' }, 'Schedules, refreshed every few seconds.'),
+      h('thead', {}, h('tr', {}, ['Schedule', 'Calendar', 'Workflow', 'Next', 'Paused', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      body));
+  const load = async () => {
+    const list = (await get('/v1/schedules', signal)).schedules || [];
+    info.textContent = list.length ? '' : 'This server runs no schedules (flrh serve --schedules).';
+    replace(body, list.map((s) => row(s, load)));
+  };
+  await load();
+  const timer = setInterval(() => {
+    // Not while a reason is being typed: the row would be redrawn under it.
+    if (!document.hidden && !body.contains(document.activeElement)) load().catch(() => {});
+  }, 3000);
+  signal.addEventListener('abort', () => clearInterval(timer));
+}
+
+function row(s, reload) {
+  const reason = h('input', { type: 'text', size: 24, placeholder: 'why', 'aria-label': `Why pause ${s.name}` });
+  const p = s.paused;
+  return h('tr', { 'data-schedule': s.name, 'data-paused': p ? 'yes' : 'no' },
+    h('td', {}, h('code', {}, s.name)),
+    h('td', {}, h('code', {}, s.cron), ' ', h('span', { class: 'muted' }, s.time_zone)),
+    h('td', {}, s.workflow + (s.version ? '@' + s.version : '')),
+    h('td', {}, s.next && !s.next.startsWith('0001-') ? when(s.next) : h('span', { class: 'muted' }, 'never again')),
+    h('td', { class: 'paused' }, p ? [h('strong', {}, 'Paused'), ` by ${p.by} since ${when(p.since)}`, p.reason ? `: ${p.reason}` : ''] : h('span', { class: 'muted' }, 'no')),
+    h('td', { class: 'acts' },
+      gate(h('button', { type: 'button', 'data-act': 'trigger', onclick: () => act(s.name, 'trigger', undefined, reload) }, 'Run now'), 'schedule'),
+      ' ',
+      p ? gate(h('button', { type: 'button', class: 'primary', 'data-act': 'resume', onclick: () => act(s.name, 'resume', undefined, reload) }, 'Resume'), 'schedule') :
+        h('span', {}, reason, ' ', gate(h('button', { type: 'button', class: 'danger', 'data-act': 'pause', onclick: () => act(s.name, 'pause', { reason: reason.value.trim() }, reload) }, 'Pause'), 'schedule'))));
+}
+
+async function act(name, what, body, reload) {
+  const { say, sayError } = await shell();
+  try {
+    const got = await api('POST', schedulePath(name, what), body);
+    if (what === 'trigger') {
+      const started = (got.started || []).concat(got.existed || []);
+      say(`${name}: ${(got.started || []).length ? 'started' : 'already had'} run ${started.join(', ')}.`);
+    } else {
+      say(what === 'pause' ? `Paused ${name} on every server.` : `Resumed ${name}.`);
+    }
+  } catch (e) {
+    sayError(e);
+  }
+  await reload().catch(() => {});
+}

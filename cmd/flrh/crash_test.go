@@ -209,6 +209,19 @@ func flrh(bin string, env []string, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// flrhCode runs the binary as flrh does and returns its output and exit
+// status; a binary that could not be run fails the test.
+func flrhCode(t *testing.T, bin string, env []string, args ...string) (string, int) {
+	t.Helper()
+	out, err := flrh(bin, env, args...)
+	if ee, ok := err.(*exec.ExitError); ok {
+		return out, ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out, 0
+}
+
 // TestCrashAtEveryCutPoint really kills the runner process with SIGKILL at
 // each named cut point (fault plan items 16–20), restarts it, and checks the
 // invariants: no effect without a committed intent, exactly one mutation at

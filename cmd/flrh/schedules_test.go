@@ -224,15 +224,7 @@ func TestSchedulePauseOverTheCLI(t *testing.T) {
 	serve := func() *serveProc {
 		return startServe(t, bin, nil, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sandbox+"/v1/effects", "--schedules", file)
 	}
-	cli := func(args ...string) (string, int) {
-		out, err := exec.Command(bin, args...).CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return string(out), ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), 0
-	}
+	cli := func(args ...string) (string, int) { return flrhCode(t, bin, nil, args...) }
 	p := serve()
 	for deadline := time.Now().Add(30 * time.Second); len(listRuns(t, p.base)) == 0; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {

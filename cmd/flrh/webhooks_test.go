@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -80,16 +79,7 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 		"SENDER_PUBLIC_KEY=whpk_" + base64.StdEncoding.EncodeToString(make([]byte, 32)), "TWILIO_TOKEN=twilio-auth-token-0123456789"}
 	cli := func(extraEnv []string, args ...string) (string, int) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), extraEnv...)
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), code
+		return flrhCode(t, bin, extraEnv, args...)
 	}
 
 	out, code := cli(env, "webhook", "check", "--webhooks", file)

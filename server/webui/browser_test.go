@@ -242,6 +242,29 @@ func newWorldWith(t testing.TB, wrap func(store.Store) store.Store) *world {
 	return w
 }
 
+// serveWith is another server of the world's runs, with the world's
+// tokens and cfg's further configuration.
+func (w *world) serveWith(cfg server.Config) *httptest.Server {
+	w.t.Helper()
+	tk, err := server.ParseTokens([]byte(tokens))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	cfg.Tokens = tk
+	return w.serve(cfg)
+}
+
+// noPageErrors fails t if the pages raised exceptions or console errors.
+func (w *world) noPageErrors(t testing.TB) {
+	t.Helper()
+	w.mu.Lock()
+	errs := slices.Clone(w.errors)
+	w.mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatalf("the pages raised errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
 func (w *world) note(s string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -1004,11 +1027,6 @@ func TestBrowser(t *testing.T) {
 	})
 
 	w.t = t
-	w.mu.Lock()
-	errs := slices.Clone(w.errors)
-	w.mu.Unlock()
-	if len(errs) > 0 {
-		t.Fatalf("the pages raised errors:\n%s", strings.Join(errs, "\n"))
-	}
+	w.noPageErrors(t)
 	t.Logf("browser tests took %s", time.Since(began).Round(time.Millisecond))
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -37,11 +36,7 @@ func TestBrowserParkedDeliveries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := server.ParseTokens([]byte(tokens))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := w.serve(server.Config{Tokens: tk, Webhooks: hooks})
+	ts := w.serveWith(server.Config{Webhooks: hooks})
 	deliver := func(id, body string) int {
 		t.Helper()
 		req, _ := http.NewRequest("POST", ts.URL+"/v1/hooks/notes", strings.NewReader(body))
@@ -99,10 +94,5 @@ func TestBrowserParkedDeliveries(t *testing.T) {
 		t.Fatalf("a viewer sees %d parked deliveries", n)
 	}
 
-	w.mu.Lock()
-	errs := slices.Clone(w.errors)
-	w.mu.Unlock()
-	if len(errs) > 0 {
-		t.Fatalf("the pages raised errors:\n%s", strings.Join(errs, "\n"))
-	}
+	w.noPageErrors(t)
 }

@@ -36,11 +36,7 @@ func TestBrowserSchedules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, err := server.ParseTokens([]byte(tokens))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := w.serve(server.Config{Tokens: tk, Schedules: sc})
+	ts := w.serveWith(server.Config{Schedules: sc})
 	row := `tr[data-schedule="nightly"]`
 	w.run("the schedules page", chromedp.Navigate(ts.URL+"/ui/#/schedules"),
 		chromedp.SendKeys(chromedp.CSS("#token-input"), tokLead), chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
@@ -74,10 +70,5 @@ func TestBrowserSchedules(t *testing.T) {
 		t.Fatalf("a viewer's buttons: %v", disabled)
 	}
 
-	w.mu.Lock()
-	errs := slices.Clone(w.errors)
-	w.mu.Unlock()
-	if len(errs) > 0 {
-		t.Fatalf("the pages raised errors:\n%s", strings.Join(errs, "\n"))
-	}
+	w.noPageErrors(t)
 }

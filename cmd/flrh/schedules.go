@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/schedule"
+	"flrh.dev/flrh/store/sqlite"
 )
 
 // readSchedules parses a schedules file.
@@ -30,19 +35,29 @@ func scheduleReload(file string, sc *schedule.Scheduler) fileReload {
 func init() {
 	var file string
 	var count int
+	var workflows *[]string // --workflows, added below
 	check := &cobra.Command{Use: "check",
 		Short: "Check a schedules file and show when each schedule is next due",
 		Long: `check reads the schedules file as flrh serve --schedules would and lists
 each schedule with its next times due, in its own time zone and in UTC, and
-the id of the run each would start. No store is opened and nothing is
-started. Exit status 2 when the file is wrong. (Whether the workflows it
-names are loaded is checked by flrh serve.)`,
-		Example: `  flrh schedule check --schedules schedules.yaml --count 5`,
-		Args:    cobra.NoArgs,
+the id of the run each would start. Nothing is started. With --workflows,
+each schedule's run id and input for its next time due are also put to the
+workflow it names, as flrh serve does at start (a store in a temporary
+directory, written nothing): a workflow not loaded, or an input it would
+refuse, is named. Exit status 2 when the file is wrong or a schedule's runs
+would be refused.`,
+		Example: `  flrh schedule check --schedules schedules.yaml --count 5
+  flrh schedule check --schedules schedules.yaml --workflows ./workflows`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			specs, err := readSchedules(file)
 			if err != nil {
 				return usagef("--schedules %s: %v", file, err)
+			}
+			if cmd.Flags().Changed("workflows") {
+				if err := checkSchedulesStart(cmd.Context(), specs, *workflows); err != nil {
+					return usagef("--schedules %s: %v", file, err)
+				}
 			}
 			w := cmd.OutOrStdout()
 			now := time.Now()
@@ -62,9 +77,14 @@ names are loaded is checked by flrh serve.)`,
 					at = next
 				}
 			}
-			fmt.Fprintf(w, "flrh schedule check: %d schedules\n", len(specs))
+			verdict := ""
+			if cmd.Flags().Changed("workflows") {
+				verdict = ", each one's next run taken by its workflow"
+			}
+			fmt.Fprintf(w, "flrh schedule check: %d schedules%s\n", len(specs), verdict)
 			return nil
 		}}
+	workflows = addWorkflowsFlag(check)
 	check.Flags().StringVar(&file, "schedules", "", "the schedules file (JSON or YAML), as flrh serve --schedules takes")
 	check.Flags().IntVar(&count, "count", 3, "how many times due to show for each schedule")
 	check.MarkFlagRequired("schedules")
@@ -141,4 +161,35 @@ func zoneName(tz string) string {
 		return "UTC"
 	}
 	return tz
+}
+
+// checkSchedulesStart puts each schedule's run for its next time due to
+// the workflow it names, loaded from refs, as flrh serve does at start
+// (schedule.New with the runner's CheckStart): a runner over a store in
+// a temporary directory, to which nothing is written.
+func checkSchedulesStart(ctx context.Context, specs []schedule.Spec, refs []string) error {
+	c, err := loadCatalog(refs, true, "")
+	if err != nil {
+		return err
+	}
+	wfs, reg, err := c.pick()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "flrh-schedule-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "check.db"), sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r, err := runner.New(runner.Config{Store: st, Workflows: wfs, Adapters: reg})
+	if err != nil {
+		return err
+	}
+	_, err = schedule.New(specs, schedule.Config{Runner: r, Workflows: func() []runner.Workflow { return wfs }})
+	return err
 }

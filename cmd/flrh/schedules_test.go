@@ -67,6 +67,24 @@ func TestSchedulesOverTheCLI(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), `schedule sweep: "*/2 * * * * *" in UTC, starting refund-agent`) || strings.Count(string(out), " UTC)\n") != 2 {
 		t.Fatalf("check: %v\n%s", err, out)
 	}
+	// Put to the workflows (the built-in refund-agent, with an example
+	// beside it): taken; one without its input, or naming a workflow not
+	// loaded, refused before any server runs it.
+	if out, code := flrhCode(t, bin, nil, "schedule", "check", "--schedules", file, "--workflows", "example:ops-agent"); code != 0 || !strings.Contains(out, "1 schedules, each one's next run taken by its workflow") {
+		t.Fatalf("check with the workflows: %d\n%s", code, out)
+	}
+	for _, bad := range []struct{ text, words string }{
+		{"schedules:\n  - {name: bare, cron: \"@hourly\", workflow: refund-agent}\n", "schedule bare: its run of "},
+		{"schedules:\n  - {name: lost, cron: \"@hourly\", workflow: nope, input: {}}\n", "schedule lost: no workflow nope is loaded"},
+	} {
+		badFile := filepath.Join(dir, "bad.yaml")
+		if err := os.WriteFile(badFile, []byte(bad.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, code := flrhCode(t, bin, nil, "schedule", "check", "--schedules", badFile, "--workflows", "example:ops-agent"); code != 2 || !strings.Contains(out, bad.words) {
+			t.Fatalf("check %q: %d\n%s", bad.text, code, out)
+		}
+	}
 	sandbox := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
 	serve := func() *serveProc {
 		return startServe(t, bin, nil, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sandbox+"/v1/effects",

@@ -35,7 +35,11 @@ export async function hooksPage(el, signal) {
     }
   };
   await load();
-  const timer = setInterval(() => { if (!document.hidden) load().catch(() => {}); }, 3000);
+  const timer = setInterval(() => {
+    // Not while a body is open or a button has the focus: the list would
+    // be redrawn under the person reading it.
+    if (!document.hidden && !list.querySelector('details[open]') && !list.contains(document.activeElement)) load().catch(() => {});
+  }, 3000);
   signal.addEventListener('abort', () => clearInterval(timer));
 }
 

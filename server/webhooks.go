@@ -232,8 +232,8 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 	outcome := "refused"
 	defer func() { s.metrics.webhookDeliveries.WithLabelValues(name, outcome).Inc() }()
 	media := []string{"application/json"}
-	if h.spec.Scheme == webhook.Slack || h.spec.Scheme == webhook.Twilio {
-		media = append(media, "application/x-www-form-urlencoded") // slash commands and interactions; Twilio's forms
+	if h.spec.Scheme.TakesForms() {
+		media = append(media, "application/x-www-form-urlencoded")
 	}
 	body, aerr := readBodyOf(w, r, s.cfg.MaxBody, media...)
 	if aerr != nil {

@@ -382,6 +382,11 @@ func (v Verifier) matchesPublic(offered [][]byte, prefix string, body []byte) bo
 	return false
 }
 
+// TakesForms reports whether the scheme's senders post forms
+// (application/x-www-form-urlencoded) besides, or instead of, JSON:
+// Slack's slash commands and interactions, Twilio's messages and calls.
+func (s Scheme) TakesForms() bool { return s == Slack || s == Twilio }
+
 // signsTime reports whether the scheme signs the time a delivery was
 // sent: the others' replays are caught by their ids alone.
 func (s Scheme) signsTime() bool { return s == Standard || s == Stripe || s == Slack || s == Discord }

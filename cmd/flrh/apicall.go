@@ -44,3 +44,12 @@ func printAnswer(cmd *cobra.Command, req *http.Request) error {
 	}
 	return nil
 }
+
+// addServerFlags gives each operator command --url and --token-env,
+// bound to url and tokenEnv.
+func addServerFlags(url, tokenEnv *string, cmds ...*cobra.Command) {
+	for _, c := range cmds {
+		c.Flags().StringVar(url, "url", "http://127.0.0.1:7700", "the server's address")
+		c.Flags().StringVar(tokenEnv, "token-env", "FLRH_TOKEN", "the environment variable holding the bearer token (an operator's)")
+	}
+}

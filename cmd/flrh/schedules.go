@@ -143,10 +143,7 @@ token is read as trigger reads it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/resume", "")
 		}}
-	for _, c := range []*cobra.Command{trigger, backfill, pause, resume} {
-		c.Flags().StringVar(&url, "url", "http://127.0.0.1:7700", "the server's address")
-		c.Flags().StringVar(&tokenEnv, "token-env", "FLRH_TOKEN", "the environment variable holding the bearer token (an operator's)")
-	}
+	addServerFlags(&url, &tokenEnv, trigger, backfill, pause, resume)
 	backfill.Flags().StringVar(&from, "from", "", "the first time to fill (RFC 3339)")
 	backfill.Flags().StringVar(&to, "to", "", "the last time to fill (RFC 3339)")
 	backfill.MarkFlagRequired("from")

@@ -202,7 +202,7 @@ cannot sign. Exit status 1 when the server refuses the delivery.`,
 				// Signed over the URL Twilio would post to (the webhook's
 				// url), whichever server --url names.
 				h, ctype = webhook.SignTwilio(secret, spec.URL, d, body), "application/x-www-form-urlencoded"
-			case spec.Scheme == webhook.Slack && !json.Valid(body):
+			case spec.Scheme.TakesForms() && !json.Valid(body):
 				ctype = "application/x-www-form-urlencoded" // a slash command's form
 			}
 			req, err := http.NewRequestWithContext(cmd.Context(), "POST", strings.TrimSuffix(url, "/")+hookPath(spec.Name), bytes.NewReader(body))
@@ -257,10 +257,7 @@ Exit status 1 when it is refused.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return apiCall(cmd, "DELETE", url, tokenEnv, hookPath(args[0], "parked", args[1]), "")
 		}}
-	for _, c := range []*cobra.Command{parked, redeliver, drop} {
-		c.Flags().StringVar(&url, "url", "http://127.0.0.1:7700", "the server's address")
-		c.Flags().StringVar(&tokenEnv, "token-env", "FLRH_TOKEN", "the environment variable holding the bearer token (an operator's)")
-	}
+	addServerFlags(&url, &tokenEnv, parked, redeliver, drop)
 
 	group := &cobra.Command{Use: "webhook", Short: "Check and try the webhooks other systems deliver to, and take their parked deliveries again (see flrh serve --webhooks)"}
 	group.AddCommand(check, send, parked, redeliver, drop)

@@ -971,6 +971,20 @@ CREATE TABLE IF NOT EXISTS paused_schedules (
 	since bigint NOT NULL
 );
 `},
+	// 34: where people who started or fed a run from a chat are told
+	// what becomes of it (store.FollowUps); no foreign key, as in SQLite.
+	{"follow-ups of chat commands", `
+CREATE TABLE IF NOT EXISTS follow_ups (
+	run_id text NOT NULL,
+	name text NOT NULL,
+	scheme text NOT NULL,
+	address bytea NOT NULL,
+	added_at bigint NOT NULL,
+	expires_at bigint NOT NULL,
+	PRIMARY KEY (run_id, name)
+);
+CREATE INDEX IF NOT EXISTS follow_ups_by_expiry ON follow_ups (expires_at);
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

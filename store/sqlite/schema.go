@@ -635,6 +635,22 @@ CREATE TABLE paused_schedules (
 	since INTEGER NOT NULL
 ) STRICT;
 `,
+	// 26: where people who started or fed a run from a chat are told
+	// what becomes of it, while the chat service keeps the address
+	// (store.FollowUps). No foreign key: a follow-up is kept before the
+	// run it names is started, so that its first notice finds it.
+	`
+CREATE TABLE follow_ups (
+	run_id TEXT NOT NULL,
+	name TEXT NOT NULL,
+	scheme TEXT NOT NULL,
+	address BLOB NOT NULL,
+	added_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL,
+	PRIMARY KEY (run_id, name)
+) STRICT;
+CREATE INDEX follow_ups_by_expiry ON follow_ups (expires_at);
+`,
 }
 
 // Migrations that change no table.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sealed"
@@ -127,6 +128,26 @@ func RunSealed(t *testing.T, open SealedOpener) {
 			if _, err := p.ParkedDeliveries(ctx, "shop", 10); store.CodeOf(err) != store.CodeSealed {
 				t.Fatalf("listed without the key: %v", err)
 			}
+			s.Close()
+		}
+	})
+	t.Run("FollowUps", func(t *testing.T) {
+		s, _ := open(t, keyring(t, key1))
+		f, ok := store.FollowUpsOf(s)
+		if !ok {
+			t.Skip("the store keeps no follow-ups")
+		}
+		addr := "https://hooks.slack.com/commands/" + marker
+		must(t, f.AddFollowUp(ctx, store.FollowUp{RunID: "chat-1", Scheme: store.FollowUpSlack, Address: addr}, time.Hour))
+		if got, err := f.FollowUps(ctx, "chat-1"); err != nil || len(got) != 1 || got[0].Address != addr {
+			t.Fatalf("read with its key: %v, %v", got, err)
+		}
+		s.Close()
+		for _, sealer := range []store.Sealer{nil, keyring(t, key2)} {
+			s, _ = open(t, sealer)
+			f, _ = store.FollowUpsOf(s)
+			_, err := f.FollowUps(ctx, "chat-1")
+			mustCode(t, err, store.CodeSealed)
 			s.Close()
 		}
 	})

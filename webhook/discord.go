@@ -85,6 +85,7 @@ func discordBody(body []byte, d Delivery) (Delivery, error) {
 		return Delivery{}, refuse(ReasonMalformed, "", "an interaction has a string \"id\", and a command its data's \"name\", a component or modal its \"custom_id\"")
 	}
 	d.ID, d.Interactive = id, true
+	d.FollowUp = discordFollowUp(obj["application_id"], obj["token"])
 	return d, nil
 }
 
@@ -93,6 +94,14 @@ const discordEphemeral = 64
 
 // maxDiscordContent is the longest message content Discord takes.
 const maxDiscordContent = 2000
+
+// discordContent is text cut to what a Discord message holds.
+func discordContent(text string) string {
+	if r := []rune(text); len(r) > maxDiscordContent {
+		return string(r[:maxDiscordContent-1]) + "…"
+	}
+	return text
+}
 
 // Reply is what a receiver answers an interactive delivery with to tell
 // the person who sent it text, as the delivery's sender shows it: the
@@ -110,10 +119,7 @@ func Reply(s Scheme, d Delivery, text string) (status int, contentType string, b
 	case s == Slack && len(d.Event) > 0 && d.Event[0] == '/':
 		v = map[string]any{"response_type": "ephemeral", "text": text}
 	case s == Discord:
-		if r := []rune(text); len(r) > maxDiscordContent {
-			text = string(r[:maxDiscordContent-1]) + "…"
-		}
-		v = map[string]any{"type": 4, "data": map[string]any{"content": text, "flags": discordEphemeral}}
+		v = map[string]any{"type": 4, "data": map[string]any{"content": discordContent(text), "flags": discordEphemeral}}
 	case s == Twilio:
 		// TwiML that does nothing: Twilio sends no reply, and is told
 		// the request was taken.

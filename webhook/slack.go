@@ -63,7 +63,7 @@ func slackBody(h Header, body []byte, d Delivery) (Delivery, error) {
 		if !validID(id) || d.Event == "" {
 			return Delivery{}, refuse(ReasonMalformed, "", "a Slack interaction has a string \"trigger_id\" and \"type\"")
 		}
-		d.ID, d.Body = id, doc
+		d.ID, d.Body, d.FollowUp = id, doc, slackFollowUp(obj["response_url"])
 		return d, nil
 	}
 	id, _ := fields["trigger_id"].(string)
@@ -71,6 +71,6 @@ func slackBody(h Header, body []byte, d Delivery) (Delivery, error) {
 	if !validID(id) || d.Event == "" {
 		return Delivery{}, refuse(ReasonMalformed, "", "a Slack slash command has a trigger_id and a command")
 	}
-	d.ID, d.Body = id, fields
+	d.ID, d.Body, d.FollowUp = id, fields, slackFollowUp(fields["response_url"])
 	return d, nil
 }

@@ -210,6 +210,10 @@ type Delivery struct {
 	// slash command or interaction, a Discord interaction): the sender
 	// shows them what the receiver answers, which Reply writes.
 	Interactive bool
+	// FollowUp, on an interactive delivery, is where the sender takes
+	// messages to the person afterwards, for a while; its URL is "" when
+	// the delivery names none (or none this package would post to).
+	FollowUp FollowUp
 }
 
 // Verify checks that the delivery carries a signature of its body under

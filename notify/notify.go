@@ -98,6 +98,11 @@ type Config struct {
 	// written at its event seq found it: live, with no event accepted
 	// since. A run gone (pruned) does not. Required by routes with After.
 	StillWaits func(ctx context.Context, runID string, seq int64) (bool, error)
+	// FollowUps, when set, are the store's follow-ups (store.FollowUps):
+	// each notice of a run also goes to the follow-ups the run has then,
+	// the people who started or fed it from a chat (followup.go). With
+	// FollowUps, Routes and URL may both be empty.
+	FollowUps store.FollowUps
 }
 
 // Notifier delivers a store's notices to its routes.
@@ -159,7 +164,7 @@ func newNotifier(cfg Config) (*Notifier, error) {
 	switch {
 	case len(routes) > 0 && (cfg.URL != "" || cfg.Secret != nil || cfg.Format != "" || cfg.Kinds != nil):
 		return nil, errors.New("notify: give routes, or one webhook's URL, secret, format and kinds, not both")
-	case len(routes) == 0:
+	case len(routes) == 0 && (cfg.URL != "" || cfg.FollowUps == nil):
 		routes = []Route{{Name: DefaultRoute, URL: cfg.URL, Secret: cfg.Secret, Format: cfg.Format, Kinds: cfg.Kinds}}
 	}
 	if err := checkRoutes(routes); err != nil {
@@ -342,7 +347,7 @@ func (n *Notifier) Pass(ctx context.Context) (int, error) {
 	// Timeout, and one more for the store's writes: a deliverer that
 	// died holding them leaves them to others after that.
 	routes := n.currentRoutes()
-	hold := time.Duration(n.cfg.Batch*len(routes)+1) * n.cfg.Timeout
+	hold := time.Duration(n.cfg.Batch*(len(routes)+n.followUpRoom())+1) * n.cfg.Timeout
 	ns, err := n.cfg.Board.ClaimNotices(ctx, n.cfg.Holder, hold, n.cfg.Batch)
 	if err != nil {
 		return 0, err
@@ -428,6 +433,10 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 	stopping := ctx
 	ctx = context.WithoutCancel(ctx)
 	log := n.cfg.Logger.With("notice_id", no.ID, "kind", no.Kind, "run_id", no.RunID, "attempt", no.Attempts)
+	routes, err := n.withFollowUps(ctx, no, routes, log)
+	if err != nil {
+		return err
+	}
 	var b store.NoticeBody
 	if json.Unmarshal(no.Body, &b) != nil {
 		b = store.NoticeBody{} // of no workflow a route may name
@@ -466,7 +475,7 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 	done := func() error {
 		for i := range routes {
 			if r := &routes[i]; !r.takes(no.Kind, b.WorkflowID) {
-				n.cfg.Observe(r.Name, no.Kind, "skipped")
+				n.cfg.Observe(r.label(), no.Kind, "skipped")
 			}
 		}
 		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
@@ -477,7 +486,7 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 	}
 	drop := func(rs []*Route, msg string, args ...any) error {
 		for _, r := range rs {
-			n.cfg.Observe(r.Name, no.Kind, "dropped")
+			n.cfg.Observe(r.label(), no.Kind, "dropped")
 			log.Error(msg, append([]any{"route", r.Name, "age", n.cfg.Clock().Sub(no.CreatedAt).Round(time.Second).String()}, args...)...)
 		}
 		return done()
@@ -520,8 +529,16 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		// route's own failures.
 		w, why := n.send(ctx, r, no, failures[r.Name]+1)
 		if why == "" {
-			n.cfg.Observe(r.Name, no.Kind, "delivered")
+			n.cfg.Observe(r.label(), no.Kind, "delivered")
 			log.Info("notice delivered", "route", r.Name)
+			sent = append(sent, r.Name)
+			continue
+		}
+		if w < 0 {
+			// A follow-up its chat service no longer takes (expired,
+			// used up): told no more, never tried again.
+			n.cfg.Observe(r.label(), no.Kind, "dropped")
+			log.Warn("notice not sent to a follow-up its chat service refused", "route", r.Name, "err", why)
 			sent = append(sent, r.Name)
 			continue
 		}
@@ -537,7 +554,7 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		return drop(slices.Concat(failing, waiting, stopped), "notice dropped: not delivered in time", "err", strings.Join(whys, "; "))
 	}
 	for i, r := range failing {
-		n.cfg.Observe(r.Name, no.Kind, "failed")
+		n.cfg.Observe(r.label(), no.Kind, "failed")
 		w := later[len(later)-len(failing)+i]
 		log.Warn("notice not delivered", "route", r.Name, "route_failures", w.Failures, "err", whys[i], "retry_in", w.After.String())
 	}
@@ -606,8 +623,12 @@ func (n *Notifier) SetRoutes(routes []Route) error {
 
 // send posts the notice to r, its attempt-th at r; why is "" when the
 // receiver took it, and otherwise says why not, with the wait before the
-// next attempt.
+// next attempt, or a wait below zero when a follow-up is to be tried no
+// more.
 func (n *Notifier) send(ctx context.Context, r *Route, no store.Notice, attempt int) (wait time.Duration, why string) {
+	if r.followUp != "" {
+		return n.sendFollowUp(ctx, r, no, attempt)
+	}
 	wait = n.delay(attempt)
 	if r.Format == FormatEmail {
 		if why := n.sendEmail(ctx, r, no); why != "" {

@@ -54,6 +54,9 @@ type Route struct {
 	After time.Duration
 
 	compiled *template.Template // Template, parsed and checked by New
+	// followUp is the scheme of a follow-up (store.FollowUp) the
+	// notifier made the route of, for one notice; "" for a route.
+	followUp string
 }
 
 // DefaultRoute names the one route of a Config that gives a URL rather

@@ -83,6 +83,10 @@ type Config struct {
 	// Webhooks, when set, are the webhooks other systems deliver to at
 	// /v1/hooks/NAME (see webhooks.go); each names a workflow in Catalog.
 	Webhooks *Webhooks
+	// FollowUps reports that a notifier delivers notices to follow-ups
+	// (notify.Config.FollowUps): without it, a webhook with follow_up is
+	// refused, for no one would be told.
+	FollowUps bool
 	// Schedules, when set, are listed at /v1/schedules, and triggered and
 	// backfilled through it (see schedules.go).
 	Schedules *schedule.Scheduler

@@ -50,6 +50,7 @@ type WebhookSpec struct {
 	Actor            string                     `json:"actor,omitempty"`
 	KeepRefused      *int                       `json:"keep_refused,omitempty"`
 	URL              string                     `json:"url,omitempty"`
+	FollowUp         bool                       `json:"follow_up,omitempty"`
 }
 
 // DefaultKeepRefused is how many deliveries a webhook keeps parked when
@@ -92,6 +93,17 @@ type Webhooks struct {
 
 // Names lists the webhooks, in the file's order.
 func (w *Webhooks) Names() []string { return slices.Clone(w.names) }
+
+// FollowUp reports whether a webhook tells people what becomes of the
+// runs they start (WebhookSpec.FollowUp).
+func (w *Webhooks) FollowUp() bool {
+	for _, h := range w.byName {
+		if h.spec.FollowUp {
+			return true
+		}
+	}
+	return false
+}
 
 // inboundHook is a webhook ready to take deliveries.
 type inboundHook struct {
@@ -173,6 +185,9 @@ func compileWebhook(spec WebhookSpec) (*inboundHook, error) {
 	if (spec.URL != "") != (spec.Scheme == webhook.Twilio) {
 		return nil, errors.New("url is the URL Twilio posts to, which it signs: required for a twilio webhook, and for no other")
 	}
+	if spec.FollowUp && spec.Scheme != webhook.Slack && spec.Scheme != webhook.Discord {
+		return nil, errors.New("follow_up tells the person who sent a chat command what becomes of its run: slack and discord webhooks only")
+	}
 	h := &inboundHook{spec: spec, start: spec.Start == nil || *spec.Start, actor: spec.Actor}
 	if h.actor == "" {
 		h.actor = "hook:" + spec.Name
@@ -215,6 +230,9 @@ func (s *Server) SetWebhooks(w *Webhooks) error {
 			spec := w.byName[name].spec
 			if _, err := s.workflow(spec.Workflow, spec.Version); err != nil {
 				return fmt.Errorf("webhook %s: %s", name, err.Message)
+			}
+			if spec.FollowUp && !s.cfg.FollowUps {
+				return fmt.Errorf("webhook %s: follow_up, and this server delivers no follow-ups: they are started with flrh serve, when its webhooks file has one", name)
 			}
 		}
 	}
@@ -288,9 +306,17 @@ func replyText(t taken, err error) string {
 	case "again":
 		return "Taken already: run " + t.runID + "."
 	case "started":
-		return "Started run " + t.runID + "."
+		return "Started run " + t.runID + "." + t.followUp()
 	}
-	return "Handed to run " + t.runID + "."
+	return "Handed to run " + t.runID + "." + t.followUp()
+}
+
+// followUp says, when the person is to be told more, that they will be.
+func (t taken) followUp() string {
+	if !t.followed {
+		return ""
+	}
+	return " You will be told here when it waits for someone or ends."
 }
 
 // writeTaken answers with what became of a delivery; a run it started is
@@ -319,6 +345,9 @@ type taken struct {
 	outcome string // the metric's: started, input, again, ignored or failed
 	runID   string // the run it started or went to
 	ignored string // why it was not acted on
+	// followed reports that the person who sent it is to be told what
+	// becomes of the run (WebhookSpec.FollowUp).
+	followed bool
 }
 
 // take acts on a verified delivery: it starts or feeds the run its
@@ -345,7 +374,7 @@ func (s *Server) take(r *http.Request, h *inboundHook, d webhook.Delivery) (take
 		return t, refusal
 	}
 	s.unpark(r, key)
-	t.runID = to.RunID
+	t.runID, t.followed = to.RunID, to.followed
 	t.answer["run_id"], t.answer["started"], t.answer["again"] = to.RunID, to.Started, to.Again
 	switch {
 	case to.Again:
@@ -363,6 +392,7 @@ func (s *Server) take(r *http.Request, h *inboundHook, d webhook.Delivery) (take
 type deliveredTo struct {
 	RunID string
 	runner.Delivered
+	followed bool // a follow-up was kept for the run
 }
 
 // takeDelivery renders the delivery's run id and input and hands them
@@ -388,11 +418,44 @@ func (s *Server) takeDelivery(r *http.Request, h *inboundHook, d webhook.Deliver
 		}
 		del.Workflow, del.Version = wf.ID(), wf.Version()
 	}
+	// Kept before the run is started, so that its first notice, which
+	// may be delivered as soon as the run's first tick commits, finds it.
+	followed := s.keepFollowUp(r, h, d, runID)
 	got, err := s.cfg.Runner.Deliver(r.Context(), del)
 	if !h.start && store.CodeOf(err) == store.CodeNotFound {
 		err = apiErr(http.StatusNotFound, TypeNotFound, "", "no run %s: the webhook feeds runs already started only (start: false)", runID)
 	}
-	return deliveredTo{RunID: runID, Delivered: got}, err
+	if err != nil && followed {
+		s.dropFollowUp(r, runID, d.FollowUp.URL)
+		followed = false
+	}
+	return deliveredTo{RunID: runID, Delivered: got, followed: followed}, err
+}
+
+// keepFollowUp keeps, for a webhook with follow_up, where the person who
+// sent an interactive delivery is told what becomes of run runID, and
+// reports whether it did. Best effort: a follow-up not kept costs them
+// messages, and the delivery is taken as it would be without.
+func (s *Server) keepFollowUp(r *http.Request, h *inboundHook, d webhook.Delivery, runID string) bool {
+	fus, ok := store.FollowUpsOf(s.cfg.Store)
+	if !h.spec.FollowUp || d.FollowUp.URL == "" || !ok {
+		return false
+	}
+	err := fus.AddFollowUp(context.WithoutCancel(r.Context()), store.FollowUp{RunID: runID, Scheme: string(h.spec.Scheme), Address: d.FollowUp.URL}, d.FollowUp.TTL)
+	if err != nil {
+		s.log.Error("follow-up not kept", "request_id", requestID(r), "webhook", h.spec.Name, "delivery", d.ID, "run_id", runID, "err", err.Error())
+		return false
+	}
+	return true
+}
+
+// dropFollowUp drops the follow-up of a delivery that was not taken: no
+// one is to be told of a run it did not start or feed.
+func (s *Server) dropFollowUp(r *http.Request, runID, address string) {
+	fus, _ := store.FollowUpsOf(s.cfg.Store)
+	if _, err := fus.DropFollowUp(context.WithoutCancel(r.Context()), runID, store.FollowUpName(address)); err != nil {
+		s.log.Error("follow-up of a delivery not taken not dropped", "request_id", requestID(r), "run_id", runID, "err", err.Error())
+	}
 }
 
 // keepRefused is how many deliveries the webhook keeps parked.

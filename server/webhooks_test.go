@@ -338,6 +338,8 @@ func TestParseWebhooksRefuses(t *testing.T) {
 		{"an unknown member", hook(`,"secret":"x"`), "secret"},
 		{"twilio without its url", `{"webhooks":[{"name":"sms","scheme":"twilio","secret_env":"S","workflow":"w"}]}`, "required for a twilio webhook"},
 		{"a url where nothing signs it", hook(`,"url":"https://flrh.example.com/v1/hooks/shop"`), "and for no other"},
+		{"a follow-up where no one waits", hook(`,"follow_up":true`), "slack and discord webhooks only"},
+		{"a follow-up not a boolean", hook(`,"follow_up":"yes"`), "/webhooks/0/follow_up"},
 		{"two of one name", `{"webhooks":[` + hook("")[13:len(hook(""))-2] + `,` + hook("")[13:len(hook(""))-2] + `]}`, "a second webhook named shop"},
 		{"a run id template unclosed", hook(`,"run_id":"run-{/id"`), "run_id: /: the { at byte 4 is not closed"},
 		{"an input placeholder unknown", hook(`,"input":{"a":"{$run}"}`), "input: /a: no placeholder {$run}"},

@@ -290,18 +290,26 @@ func hostOf(raw string) string {
 // tell tells of the runs waiting for people that came to wait while no
 // one delivered notices (runner.TellWaiting), once this notifier takes
 // the store's notify duty no one held.
-func (f noticeFlags) notifier(st store.Store, holder string, log *slog.Logger, reg *prometheus.Registry,
+func (f noticeFlags) notifier(st store.Store, holder string, followUps bool, log *slog.Logger, reg *prometheus.Registry,
 	tell func(ctx context.Context, since, until time.Time) (int, error)) (*notify.Notifier, error) {
-	if !f.delivers() {
+	if !f.delivers() && !followUps {
 		return nil, nil
 	}
 	board, ok := store.NoticeboardOf(st)
 	if !ok {
 		return nil, usagef("--notify: this store keeps no notices")
 	}
-	cfg, err := f.config()
-	if err != nil {
-		return nil, err
+	cfg := notify.Config{Timeout: f.timeout, GiveUp: f.giveUp, Link: f.link}
+	if f.delivers() {
+		var err error
+		if cfg, err = f.config(); err != nil {
+			return nil, err
+		}
+	}
+	if followUps {
+		if cfg.FollowUps, ok = store.FollowUpsOf(st); !ok {
+			return nil, usagef("--webhooks: a webhook has follow_up, and this store keeps no follow-ups")
+		}
 	}
 	delivered := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_notices_total",
 		Help: "Notices by route, kind and outcome: delivered, failed (to be tried again), dropped (too old), skipped (a kind or workflow the route does not take) or moot (an escalation whose run moved on before its wait passed)."},

@@ -191,10 +191,6 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		if err := nf.resolveURL(); err != nil {
 			return err
 		}
-		if !nf.delivers() && slices.ContainsFunc([]string{"notify-secret-env", "notify-timeout", "notify-give-up", "notify-format", "notify-link", "notify-kinds"},
-			cmd.Flags().Changed) {
-			return usagef("the --notify-… flags need --notify (or FLRH_NOTIFY_URL) or --notify-routes")
-		}
 		if *drainDelay < 0 {
 			return usagef("--drain-delay must not be negative, not %s", *drainDelay)
 		}
@@ -246,6 +242,13 @@ shutdown, or lapsed two --prune-every after a crash).`,
 			if webhooks, err = loadWebhooks(*webhooksFile); err != nil {
 				return usagef("--webhooks %s: %v", *webhooksFile, err)
 			}
+		}
+		// A webhook that tells people what becomes of their runs needs
+		// notices written and delivered, to its follow-ups at least.
+		followUps := webhooks != nil && webhooks.FollowUp()
+		if !nf.delivers() && slices.ContainsFunc([]string{"notify-secret-env", "notify-format", "notify-kinds"}, cmd.Flags().Changed) ||
+			!nf.delivers() && !followUps && slices.ContainsFunc([]string{"notify-timeout", "notify-give-up", "notify-link"}, cmd.Flags().Changed) {
+			return usagef("the --notify-… flags need --notify (or FLRH_NOTIFY_URL) or --notify-routes; --notify-link, --notify-timeout and --notify-give-up also serve a webhooks file's follow-ups")
 		}
 		if err := server.ListenCheck(*addr, tokens != nil || identity != nil); err != nil {
 			return usagef("%v", err)
@@ -343,7 +346,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		owner := fmt.Sprintf("serve:%s:%d", host, os.Getpid())
 		r, err := runner.New(runner.Config{Store: wrapped, Workflows: workflows, Adapters: adapters, Owner: owner,
 			LeaseTTL: *leaseTTL, Parallelism: *runners, Logger: log, Cut: faultCut(), Tracer: tracing.Provider,
-			Claimer: claimer, Watcher: watcher, Drain: *grace, MaxRetryAfter: retryAfter, Notices: nf.delivers(), NoticesWhenDelivered: true,
+			Claimer: claimer, Watcher: watcher, Drain: *grace, MaxRetryAfter: retryAfter, Notices: nf.delivers() || followUps, NoticesWhenDelivered: true,
 			Reconcile: effect.Plan{Backoff: []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}}})
 		if err != nil {
 			return err
@@ -354,7 +357,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 				return err
 			}
 		}
-		hooks, err := nf.notifier(st, owner, log, metricsReg, r.TellWaiting)
+		hooks, err := nf.notifier(st, owner, followUps, log, metricsReg, r.TellWaiting)
 		if err != nil {
 			return err
 		}
@@ -411,7 +414,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		}
 		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom})
 		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Identity: identity, Logger: log, Notifier: notifier, MCP: agents,
-			Tracer: tracing.Provider, Metrics: metricsReg, Webhooks: webhooks, Schedules: scheduler})
+			Tracer: tracing.Provider, Metrics: metricsReg, Webhooks: webhooks, FollowUps: followUps, Schedules: scheduler})
 		if err != nil {
 			if webhooks != nil {
 				return usagef("--webhooks %s: %v", *webhooksFile, err)

@@ -175,6 +175,10 @@ func TestFollowUpsOverTheCLI(t *testing.T) {
 		return out
 	}
 
+	if out, code := flrhCode(t, bin, env, "webhook", "check", "--webhooks", file); code != 0 ||
+		!strings.Contains(out, "webhook chat: slack, 1 secrets; events /refund; to run chat-{$delivery} of refund-agent, starting it when it does not exist; the person who sent it told what becomes of the run") {
+		t.Fatalf("check: %d\n%s", code, out)
+	}
 	p := serve()
 	command(p, "chat", "t1")
 	if got := awaitOutcome(t, p.base, "chat-t1"); got != "success" {

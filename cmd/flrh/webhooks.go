@@ -127,8 +127,12 @@ when the file is wrong or a secret is missing or unusable.`,
 				if len(v.PublicKeys) > 0 {
 					keys += fmt.Sprintf(", %d public keys", len(v.PublicKeys))
 				}
-				fmt.Fprintf(w, "webhook %s: %s, %s; events %s; to run %s of %s, %s\n", s.Name, s.Scheme,
-					keys, events, cmp.Or(s.RunID, "{$hook}-{$delivery}"), s.Workflow, start)
+				followUp := ""
+				if s.FollowUp {
+					followUp = "; the person who sent it told what becomes of the run"
+				}
+				fmt.Fprintf(w, "webhook %s: %s, %s; events %s; to run %s of %s, %s%s\n", s.Name, s.Scheme,
+					keys, events, cmp.Or(s.RunID, "{$hook}-{$delivery}"), s.Workflow, start, followUp)
 			}
 			fmt.Fprintf(w, "flrh webhook check: %d webhooks, their secrets read\n", len(specs))
 			return nil

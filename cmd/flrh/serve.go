@@ -88,6 +88,11 @@ takes it once:
     "input": {"type": "refund.requested/1", "payload": {"refund_id": "{/data/id}",
               "amount": "{/data/amount}", "payee": "{/data/customer}", "reason": "{/data/reason}"}}}]}
 
+A Slack or Discord webhook with "follow_up": true also tells the person who
+sent a command what becomes of its run (it waits for someone, it ends), in a
+message only they see, while the chat service takes them; serve then writes
+and delivers notices, with or without --notify.
+
 With --schedules FILE, runs start on a calendar: each schedule is a cron
 expression in a time zone, a workflow, and templates of the run's id and
 input ({$schedule}, {$time}, {$local}, {$date}). The run of each time due is

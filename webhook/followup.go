@@ -3,6 +3,7 @@ package webhook
 import (
 	"encoding/json"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -41,12 +42,16 @@ var slackHooks = []string{"hooks.slack.com", "hooks.slack-gov.com"}
 func slackFollowUp(responseURL any) FollowUp {
 	s, _ := responseURL.(string)
 	u, err := url.Parse(s)
-	if err != nil || len(s) > maxFollowUpURL || u.Scheme != "https" || u.User != nil || u.Fragment != "" || u.RawQuery != "" ||
-		!slices.Contains(slackHooks, u.Host) || !(strings.HasPrefix(u.Path, "/commands/") || strings.HasPrefix(u.Path, "/actions/")) {
+	if err != nil || len(s) > maxFollowUpURL || u.Scheme != "https" || u.User != nil || u.Fragment != "" || u.RawQuery != "" || u.ForceQuery ||
+		!slices.Contains(slackHooks, u.Host) || !(strings.HasPrefix(u.Path, "/commands/") || strings.HasPrefix(u.Path, "/actions/")) ||
+		u.RawPath != "" || path.Clean(u.Path) != u.Path || strings.Trim(u.Path, urlSafe+"/") != "" {
 		return FollowUp{}
 	}
 	return FollowUp{URL: s, TTL: SlackFollowUpTTL}
 }
+
+// urlSafe are the characters a follow-up's path segments are made of.
+const urlSafe = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 
 // maxFollowUpURL bounds a follow-up's URL.
 const maxFollowUpURL = 1024
@@ -58,7 +63,7 @@ func discordFollowUp(application, token any) FollowUp {
 	app, _ := application.(string)
 	tok, _ := token.(string)
 	if app == "" || len(app) > 20 || strings.Trim(app, "0123456789") != "" || tok == "" || len(tok) > 512 ||
-		strings.Trim(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != "" {
+		strings.Trim(tok, urlSafe) != "" || strings.Trim(tok, ".") == "" {
 		return FollowUp{}
 	}
 	return FollowUp{URL: DiscordAPI + "/webhooks/" + app + "/" + tok, TTL: DiscordFollowUpTTL}

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"crypto/ed25519"
+	"strings"
 	"testing"
 
 	"flrh.dev/flrh/webhook"
@@ -58,6 +59,7 @@ func FuzzSlackBody(f *testing.F) {
 	f.Add(`{"type":"url_verification","challenge":"c"}`, false)
 	f.Add("command=%2Frefund&text=900&trigger_id=t.1", true)
 	f.Add("payload=%7B%22type%22%3A%22block_actions%22%2C%22trigger_id%22%3A%22t%22%7D", true)
+	f.Add("command=%2Frefund&trigger_id=t.1&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1%2F1%2Fabc", true)
 	v := webhook.Verifier{Scheme: webhook.Slack, Secrets: [][]byte{secret}}
 	f.Fuzz(func(t *testing.T, b string, form bool) {
 		h := webhook.Sign(webhook.Slack, secret, signed, []byte(b))
@@ -71,6 +73,7 @@ func FuzzSlackBody(f *testing.F) {
 		if (d.ID == "") == (d.Handshake == nil) || d.Body == nil || d.Interactive != form || (d.ID != "" && d.Event == "") {
 			t.Fatalf("accepted %q as %+v", b, d)
 		}
+		checkFollowUp(t, d, "https://hooks.slack.com/", "https://hooks.slack-gov.com/")
 	})
 }
 
@@ -82,6 +85,7 @@ func FuzzDiscordBody(f *testing.F) {
 	f.Add(`{"type":2,"id":"1","data":{"name":"refund"}}`)
 	f.Add(`{"type":3,"id":"2","data":{"custom_id":"ok"}}`)
 	f.Add(`{"type":5,"id":"3","data":{"custom_id":"form"}}`)
+	f.Add(`{"type":2,"id":"4","application_id":"11","token":"tok.en_-1","data":{"name":"refund"}}`)
 	key := ed25519.NewKeyFromSeed(seed([]byte("discord app")))
 	v := webhook.Verifier{Scheme: webhook.Discord, PublicKeys: []ed25519.PublicKey{key.Public().(ed25519.PublicKey)}}
 	f.Fuzz(func(t *testing.T, b string) {
@@ -92,5 +96,28 @@ func FuzzDiscordBody(f *testing.F) {
 		if (d.ID == "") == (d.Handshake == nil) || d.Body == nil || d.Interactive != (d.ID != "") || (d.ID != "" && d.Event == "") {
 			t.Fatalf("accepted %q as %+v", b, d)
 		}
+		checkFollowUp(t, d, webhook.DiscordAPI+"/webhooks/")
 	})
+}
+
+// checkFollowUp fails t unless d's follow-up is none, or an interactive
+// delivery's at one of the prefixes, with nothing after it that could
+// leave the sender's host or path: no dot segment, query, fragment,
+// space or control character.
+func checkFollowUp(t *testing.T, d webhook.Delivery, prefixes ...string) {
+	t.Helper()
+	u := d.FollowUp.URL
+	if u == "" {
+		if d.FollowUp.TTL != 0 {
+			t.Fatalf("no follow-up, for %s", d.FollowUp.TTL)
+		}
+		return
+	}
+	ok := false
+	for _, p := range prefixes {
+		ok = ok || strings.HasPrefix(u, p)
+	}
+	if !ok || !d.Interactive || d.FollowUp.TTL <= 0 || strings.ContainsAny(u, "?#%@ \\\x00\r\n\t") || strings.Contains(u, "/../") || strings.HasSuffix(u, "/..") || strings.Contains(u, "/./") {
+		t.Fatalf("follow-up %+v", d.FollowUp)
+	}
 }

@@ -17,15 +17,24 @@ type PausedSchedule struct {
 	Reason string
 	// Since is when it was paused, on the store's clock.
 	Since time.Time
+	// Until, when not zero, ends the pause: times due from then on start
+	// runs again, without anyone resuming it. Zero pauses until resumed.
+	Until time.Time
 }
+
+// Holds reports whether the pause holds for a time due at t: always
+// without Until, before Until with it.
+func (p PausedSchedule) Holds(t time.Time) bool { return p.Until.IsZero() || t.Before(p.Until) }
 
 // SchedulePausing is implemented by stores that keep schedules' pauses
 // (both of flrh's). A pause is not evidence: it decides which runs are
 // started, and each run started records who started it.
 type SchedulePausing interface {
-	// PauseSchedule pauses the schedule p names, by p.By for p.Reason
-	// (the store sets Since). A schedule paused already keeps its first
-	// pause: who paused it and since when stand.
+	// PauseSchedule pauses the schedule p names, by p.By for p.Reason,
+	// until p.Until (the store sets Since). A schedule paused already
+	// keeps its first pause: who paused it, since and until when stand;
+	// but a pause whose Until has passed, on the store's clock, is
+	// replaced.
 	PauseSchedule(ctx context.Context, p PausedSchedule) error
 	// ResumeSchedule lifts the schedule's pause and reports whether it
 	// was paused.
@@ -54,6 +63,8 @@ func ValidatePause(p PausedSchedule) error {
 		return Errorf(CodeInvalidInput, op, "", nil, "who pauses a schedule is named, in 1 to %d bytes of UTF-8", maxPauseActorLen)
 	case len(p.Reason) > maxPauseText || !utf8.ValidString(p.Reason):
 		return Errorf(CodeInvalidInput, op, "", nil, "a reason is UTF-8 of at most %d bytes", maxPauseText)
+	case !p.Until.IsZero() && (p.Until.Year() < 2000 || p.Until.Year() > 9999):
+		return Errorf(CodeInvalidInput, op, "", nil, "a pause's end is a time between the years 2000 and 9999, not %s", p.Until)
 	}
 	return nil
 }

@@ -985,6 +985,11 @@ CREATE TABLE IF NOT EXISTS follow_ups (
 );
 CREATE INDEX IF NOT EXISTS follow_ups_by_expiry ON follow_ups (expires_at);
 `},
+	// 35: a schedule's pause may end by itself (store.PausedSchedule's
+	// Until; 0 pauses until resumed).
+	{"schedules paused until a time", `
+ALTER TABLE paused_schedules ADD COLUMN IF NOT EXISTS until_at bigint NOT NULL DEFAULT 0;
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

@@ -14,8 +14,10 @@ func (s *Store) PauseSchedule(ctx context.Context, p store.PausedSchedule) error
 		return err
 	}
 	return s.write(ctx, op, "", func(ctx context.Context, tx *wtx, now time.Time) error {
-		_, err := s.exec(ctx, tx, `INSERT INTO paused_schedules (name, paused_by, reason, since) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`,
-			p.Name, p.By, p.Reason, now.UnixNano())
+		_, err := s.exec(ctx, tx, `INSERT INTO paused_schedules (name, paused_by, reason, since, until_at) VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT (name) DO UPDATE SET paused_by = excluded.paused_by, reason = excluded.reason, since = excluded.since, until_at = excluded.until_at
+	WHERE paused_schedules.until_at != 0 AND paused_schedules.until_at <= ?4`,
+			p.Name, p.By, p.Reason, now.UnixNano(), untilNanos(p.Until))
 		return err
 	})
 }
@@ -38,7 +40,7 @@ func (s *Store) ResumeSchedule(ctx context.Context, name string) (bool, error) {
 // PausedSchedules implements store.SchedulePausing.
 func (s *Store) PausedSchedules(ctx context.Context) ([]store.PausedSchedule, error) {
 	const op = "paused schedules"
-	rows, err := s.read(ctx, `SELECT name, paused_by, reason, since FROM paused_schedules ORDER BY name`)
+	rows, err := s.read(ctx, `SELECT name, paused_by, reason, since, until_at FROM paused_schedules ORDER BY name`)
 	if err != nil {
 		return nil, mapErr(op, "", err)
 	}
@@ -46,12 +48,23 @@ func (s *Store) PausedSchedules(ctx context.Context) ([]store.PausedSchedule, er
 	var out []store.PausedSchedule
 	for rows.Next() {
 		var p store.PausedSchedule
-		var since int64
-		if err := rows.Scan(&p.Name, &p.By, &p.Reason, &since); err != nil {
+		var since, until int64
+		if err := rows.Scan(&p.Name, &p.By, &p.Reason, &since, &until); err != nil {
 			return nil, mapErr(op, "", err)
 		}
 		p.Since = time.Unix(0, since).UTC()
+		if until != 0 {
+			p.Until = time.Unix(0, until).UTC()
+		}
 		out = append(out, p)
 	}
 	return out, mapErr(op, "", rows.Err())
+}
+
+// untilNanos is a pause's end as stored: 0 for none.
+func untilNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }

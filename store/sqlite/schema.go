@@ -651,6 +651,11 @@ CREATE TABLE follow_ups (
 ) STRICT;
 CREATE INDEX follow_ups_by_expiry ON follow_ups (expires_at);
 `,
+	// 27: a schedule's pause may end by itself (store.PausedSchedule's
+	// Until, Unix nanoseconds; 0 pauses until resumed).
+	`
+ALTER TABLE paused_schedules ADD COLUMN until_at INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // Migrations that change no table.

@@ -24,7 +24,8 @@ func testSchedulePausing(t *testing.T, s store.Store, c *Clock) {
 	must(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "hourly", By: "pete"}))
 	list, err := p.PausedSchedules(ctx)
 	must(t, err)
-	if got := fmt.Sprint(list); got != fmt.Sprintf("[{hourly pete  %s} {nightly olga the ledger is being migrated %s}]", c.Now(), first) {
+	var never time.Time // no end
+	if got := fmt.Sprint(list); got != fmt.Sprintf("[{hourly pete  %s %s} {nightly olga the ledger is being migrated %s %s}]", c.Now(), never, first, never) {
 		t.Fatalf("paused %s", got)
 	}
 	if resumed, err := p.ResumeSchedule(ctx, "nightly"); err != nil || !resumed {
@@ -40,5 +41,33 @@ func testSchedulePausing(t *testing.T, s store.Store, c *Clock) {
 	mustCode(t, err, store.CodeInvalidInput)
 	if list, err := p.PausedSchedules(ctx); err != nil || len(list) != 1 || list[0].Name != "hourly" {
 		t.Fatalf("after a resume and refused pauses: %v, %v", list, err)
+	}
+
+	// A pause until a time reads back with it; paused again before then
+	// it keeps its first pause; once its time has passed, a new pause
+	// replaces it. A pause without an end is never replaced.
+	until := c.Now().Add(time.Hour).Truncate(time.Microsecond)
+	must(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "weekly", By: "olga", Reason: "freeze", Until: until}))
+	since := c.Now()
+	c.Advance(59 * time.Minute)
+	must(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "weekly", By: "pete", Reason: "again"}))
+	c.Advance(time.Minute)
+	must(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "hourly", By: "olga", Until: c.Now().Add(time.Minute)}))
+	list, err = p.PausedSchedules(ctx)
+	must(t, err)
+	if got := fmt.Sprint(list); got != fmt.Sprintf("[{hourly pete  %s 0001-01-01 00:00:00 +0000 UTC} {weekly olga freeze %s %s}]", list[0].Since, since, until) {
+		t.Fatalf("paused until %s", got)
+	}
+	if !list[1].Holds(until.Add(-time.Nanosecond)) || list[1].Holds(until) || !list[0].Holds(until.Add(1e6*time.Hour)) {
+		t.Fatalf("holds: %v", list)
+	}
+	must(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "weekly", By: "pete", Reason: "next freeze"}))
+	list, err = p.PausedSchedules(ctx)
+	must(t, err)
+	if got := fmt.Sprint(list[1]); got != fmt.Sprintf("{weekly pete next freeze %s 0001-01-01 00:00:00 +0000 UTC}", c.Now()) {
+		t.Fatalf("a pause past its end, paused again: %s", got)
+	}
+	for _, bad := range []time.Time{time.Date(1999, 12, 31, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		mustCode(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "yearly", By: "olga", Until: bad}), store.CodeInvalidInput)
 	}
 }

@@ -402,7 +402,7 @@ func (s *Scheduler) pass(ctx context.Context) time.Time {
 					break
 				}
 			}
-			if p, ok := paused[e.spec.Name]; ok {
+			if p, ok := paused[e.spec.Name]; ok && p.Holds(due) {
 				s.count(e, outcomePaused)
 				s.cfg.Logger.Info("scheduled run not started: the schedule is paused", "schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339), "paused_by", p.By)
 			} else if now.Sub(due) > e.catchUp {
@@ -474,8 +474,9 @@ type Info struct {
 	Workflow string    `json:"workflow"`
 	Version  string    `json:"version,omitempty"`
 	Next     time.Time `json:"next"` // zero when it is due never again
-	// Paused, when set, says who paused the schedule, why and since when:
-	// its times due start nothing until it is resumed.
+	// Paused, when set, says who paused the schedule, why, since when
+	// and until when: its times due start nothing until it is resumed or
+	// its end comes.
 	Paused *Pause `json:"paused,omitempty"`
 }
 
@@ -484,6 +485,8 @@ type Pause struct {
 	By     string    `json:"by"`
 	Reason string    `json:"reason,omitempty"`
 	Since  time.Time `json:"since"`
+	// Until, when set, is when the pause ends by itself.
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // List lists the schedules with their next times due after now, and
@@ -506,8 +509,11 @@ func (s *Scheduler) List(ctx context.Context) ([]Info, error) {
 func (e *entry) info(now time.Time, paused map[string]store.PausedSchedule) Info {
 	in := Info{Name: e.spec.Name, Cron: e.spec.Cron, TimeZone: e.loc.String(), Workflow: e.spec.Workflow, Version: e.spec.Version,
 		Next: e.cron.Next(now.In(e.loc)).UTC()}
-	if p, ok := paused[e.spec.Name]; ok {
+	if p, ok := paused[e.spec.Name]; ok && p.Holds(now) {
 		in.Paused = &Pause{By: p.By, Reason: p.Reason, Since: p.Since}
+		if !p.Until.IsZero() {
+			in.Paused.Until = &p.Until
+		}
 	}
 	return in
 }
@@ -529,18 +535,23 @@ func (s *Scheduler) paused(ctx context.Context) (map[string]store.PausedSchedule
 var ErrNoPauses = errors.New("schedule: this server's store keeps no schedules' pauses")
 
 // Pause pauses the schedule, by and for reason, for every server sharing
-// the store: its times due start nothing until it is resumed, and are
-// not started late then (Backfill starts them, when wanted). A trigger
-// or a backfill still starts runs: they are asked for. A schedule paused
-// already keeps its first pause.
-func (s *Scheduler) Pause(ctx context.Context, name, by, reason string) (Info, error) {
+// the store: its times due start nothing until it is resumed, or, when
+// until is not zero, until then; they are not started late then
+// (Backfill starts them, when wanted). A trigger or a backfill still
+// starts runs: they are asked for. A schedule paused already keeps its
+// first pause. An end not after now, or more than MaxPause away, is an
+// error (PauseEndError).
+func (s *Scheduler) Pause(ctx context.Context, name, by, reason string, until time.Time) (Info, error) {
 	if _, err := s.entry(name); err != nil {
 		return Info{}, err
 	}
 	if s.cfg.Pauses == nil {
 		return Info{}, ErrNoPauses
 	}
-	if err := s.cfg.Pauses.PauseSchedule(ctx, store.PausedSchedule{Name: name, By: by, Reason: reason}); err != nil {
+	if now := s.cfg.Clock(); !until.IsZero() && (!until.After(now) || until.Sub(now) > MaxPause) {
+		return Info{}, &PauseEndError{Until: until, Now: now}
+	}
+	if err := s.cfg.Pauses.PauseSchedule(ctx, store.PausedSchedule{Name: name, By: by, Reason: reason, Until: until}); err != nil {
 		return Info{}, err
 	}
 	return s.infoOf(ctx, name)
@@ -555,11 +566,19 @@ func (s *Scheduler) Resume(ctx context.Context, name string) (Info, error) {
 	if s.cfg.Pauses == nil {
 		return Info{}, ErrNoPauses
 	}
+	// A pause past its end holds no more: it is dropped, and the
+	// schedule was not paused.
+	paused, err := s.paused(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	p, held := paused[name]
+	held = held && p.Holds(s.cfg.Clock())
 	resumed, err := s.cfg.Pauses.ResumeSchedule(ctx, name)
 	if err != nil {
 		return Info{}, err
 	}
-	if !resumed {
+	if !resumed || !held {
 		return Info{}, &NotPausedError{Name: name}
 	}
 	return s.infoOf(ctx, name)
@@ -576,6 +595,20 @@ func (s *Scheduler) infoOf(ctx context.Context, name string) (Info, error) {
 		return Info{}, err
 	}
 	return e.info(s.cfg.Clock(), paused), nil
+}
+
+// MaxPause is the furthest a pause's end may be: a schedule to be
+// stopped for longer is paused until resumed, or taken out of the file.
+const MaxPause = 366 * 24 * time.Hour
+
+// PauseEndError is a pause whose end is not after now, or too far.
+type PauseEndError struct{ Until, Now time.Time }
+
+func (e *PauseEndError) Error() string {
+	if !e.Until.After(e.Now) {
+		return "a pause's end is after now (" + e.Now.UTC().Format(time.RFC3339) + "), not " + e.Until.UTC().Format(time.RFC3339)
+	}
+	return "a pause's end is at most 366 days away, not " + e.Until.UTC().Format(time.RFC3339)
 }
 
 // NotPausedError is a resume of a schedule not paused.

@@ -421,8 +421,9 @@ func (p *pauses) PausedSchedules(context.Context) ([]store.PausedSchedule, error
 		p.failed++
 		return nil, store.Errorf(store.CodeUnavailable, "paused schedules", "", nil, "busy")
 	}
-	if !now.Before(p.from) && now.Before(p.until) {
-		return []store.PausedSchedule{{Name: "nightly", By: "olga", Reason: "migration"}}, nil
+	if !now.Before(p.from) {
+		// Kept past its end, as a store keeps it.
+		return []store.PausedSchedule{{Name: "nightly", By: "olga", Reason: "migration", Until: p.until}}, nil
 	}
 	return nil, nil
 }
@@ -430,7 +431,7 @@ func (p *pauses) PauseSchedule(context.Context, store.PausedSchedule) error { re
 func (p *pauses) ResumeSchedule(context.Context, string) (bool, error)      { return false, nil }
 
 // Times due while the schedule is paused start nothing, and are not
-// started late once it is resumed; a time due when the pauses cannot be
+// started late once its pause ends; a time due when the pauses cannot be
 // read is tried again 5 s later, not started unsure.
 func TestSchedulerPaused(t *testing.T) {
 	st := &starter{}
@@ -464,11 +465,11 @@ func TestSchedulePauseAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Pause(ctx, "nightly", "olga", "the ledger is being migrated")
+	info, err := s.Pause(ctx, "nightly", "olga", "the ledger is being migrated", time.Time{})
 	if err != nil || info.Paused == nil || info.Paused.By != "olga" || info.Paused.Reason != "the ledger is being migrated" || time.Since(info.Paused.Since) > time.Minute {
 		t.Fatalf("paused: %+v, %v", info, err)
 	}
-	if again, err := s.Pause(ctx, "nightly", "pete", "again"); err != nil || again.Paused.By != "olga" {
+	if again, err := s.Pause(ctx, "nightly", "pete", "again", time.Now().Add(time.Hour)); err != nil || again.Paused.By != "olga" {
 		t.Fatalf("paused again: %+v, %v", again.Paused, err)
 	}
 	list, err := s.List(ctx)
@@ -483,12 +484,38 @@ func TestSchedulePauseAndResume(t *testing.T) {
 		t.Fatalf("resumed again: %v", err)
 	}
 	var nf *schedule.NotFoundError
-	if _, err := s.Pause(ctx, "weekly", "olga", ""); !errors.As(err, &nf) {
+	if _, err := s.Pause(ctx, "weekly", "olga", "", time.Time{}); !errors.As(err, &nf) {
 		t.Fatalf("an unknown schedule: %v", err)
 	}
 	// A scheduler whose store keeps no pauses says so.
 	bare, _ := schedule.New(specs(t, nightly), schedule.Config{Runner: &starter{}, Workflows: workflows})
-	if _, err := bare.Pause(ctx, "nightly", "olga", ""); !errors.Is(err, schedule.ErrNoPauses) {
+	if _, err := bare.Pause(ctx, "nightly", "olga", "", time.Time{}); !errors.Is(err, schedule.ErrNoPauses) {
 		t.Fatalf("no pauses: %v", err)
+	}
+
+	// A pause until a time: its end shown; past it, the schedule is
+	// listed as not paused, a resume is refused, and a new pause is the
+	// one that holds. An end not ahead, or more than a year ahead, is
+	// refused.
+	var pe *schedule.PauseEndError
+	for _, bad := range []time.Time{time.Now().Add(-time.Second), time.Now().Add(schedule.MaxPause + time.Hour)} {
+		if _, err := s.Pause(ctx, "nightly", "olga", "", bad); !errors.As(err, &pe) {
+			t.Fatalf("a pause until %s: %v", bad, err)
+		}
+	}
+	until := time.Now().Add(300 * time.Millisecond)
+	info, err = s.Pause(ctx, "nightly", "olga", "freeze", until)
+	if err != nil || info.Paused == nil || info.Paused.Until == nil || !info.Paused.Until.Equal(until) {
+		t.Fatalf("paused until %s: %+v, %v", until, info.Paused, err)
+	}
+	time.Sleep(time.Until(until) + 10*time.Millisecond)
+	if list, err := s.List(ctx); err != nil || list[0].Paused != nil {
+		t.Fatalf("listed past the pause's end: %+v, %v", list[0].Paused, err)
+	}
+	if _, err := s.Resume(ctx, "nightly"); !errors.As(err, &np) {
+		t.Fatalf("resumed past the pause's end: %v", err)
+	}
+	if info, err := s.Pause(ctx, "nightly", "pete", "again", time.Time{}); err != nil || info.Paused == nil || info.Paused.By != "pete" || info.Paused.Until != nil {
+		t.Fatalf("paused after an ended pause: %+v, %v", info.Paused, err)
 	}
 }

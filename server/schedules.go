@@ -87,6 +87,8 @@ func (s *Server) backfillSchedule(w http.ResponseWriter, r *http.Request, p Prin
 // Pause is the body of POST /v1/schedules/{name}/pause.
 type Pause struct {
 	Reason string `json:"reason"`
+	// Until, when set, is when the pause ends by itself.
+	Until *time.Time `json:"until,omitempty"`
 }
 
 func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request, p Principal) error {
@@ -98,11 +100,15 @@ func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request, p Princip
 	if err := s.decode(w, r, "pause", &req); err != nil {
 		return err
 	}
-	info, err := sc.Pause(r.Context(), r.PathValue("name"), p.Actor, req.Reason)
+	var until time.Time
+	if req.Until != nil {
+		until = *req.Until
+	}
+	info, err := sc.Pause(r.Context(), r.PathValue("name"), p.Actor, req.Reason, until)
 	if err != nil {
 		return scheduleErr(err)
 	}
-	s.log.Info("schedule paused", "request_id", requestID(r), "schedule", info.Name, "actor", p.Actor, "reason", req.Reason)
+	s.log.Info("schedule paused", "request_id", requestID(r), "schedule", info.Name, "actor", p.Actor, "reason", req.Reason, "until", req.Until)
 	writeJSON(w, http.StatusOK, info)
 	return nil
 }
@@ -126,11 +132,14 @@ func scheduleErr(err error) error {
 	var nf *schedule.NotFoundError
 	var re *schedule.RangeError
 	var np *schedule.NotPausedError
+	var pe *schedule.PauseEndError
 	switch {
 	case errors.As(err, &nf):
 		return apiErr(http.StatusNotFound, TypeNotFound, "", "%s", nf.Error())
 	case errors.As(err, &re):
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "%s", re.Error())
+	case errors.As(err, &pe):
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/until", "%s", pe.Error())
 	case errors.As(err, &np):
 		return apiErr(http.StatusConflict, TypeConflict, "", "%s", np.Error())
 	case errors.Is(err, schedule.ErrNoPauses):

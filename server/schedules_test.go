@@ -61,6 +61,11 @@ func TestSchedulesAPI(t *testing.T) {
 		{"pausing no such schedule", "POST", "/v1/schedules/nightly/pause", tokOperator, `{}`, 404, "no schedule nightly"},
 		{"resumed", "POST", "/v1/schedules/m/resume", tokOperator, "", 200, `"name":"m"`},
 		{"resumed again", "POST", "/v1/schedules/m/resume", tokOperator, "", 409, "schedule m is not paused"},
+		{"a pause's end already past", "POST", "/v1/schedules/m/pause", tokOperator, `{"until":"2026-12-07T12:00:00Z"}`, 422, `a pause's end is after now (2026-12-07T12:00:30Z), not 2026-12-07T12:00:00Z`},
+		{"a pause's end two years away", "POST", "/v1/schedules/m/pause", tokOperator, `{"until":"2028-12-07T12:00:00Z"}`, 422, "at most 366 days away"},
+		{"a pause's end not a time", "POST", "/v1/schedules/m/pause", tokOperator, `{"until":"tomorrow"}`, 422, "/until"},
+		{"paused until an hour", "POST", "/v1/schedules/m/pause", tokOperator, `{"reason":"freeze","until":"2026-12-07T14:00:00+01:00"}`, 200, `"reason":"freeze","since":`},
+		{"listed with its end", "GET", "/v1/schedules", tokViewer, "", 200, `"until":"2026-12-07T13:00:00Z"`},
 	}
 	for _, s := range steps {
 		a := f.do(s.method, s.path, s.token, map[bool]string{true: "application/json"}[s.body != ""], []byte(s.body))

@@ -120,22 +120,44 @@ as trigger reads it.`,
 			body, _ := json.Marshal(map[string]string{"from": from, "to": to})
 			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/backfill", string(body))
 		}}
-	var reason string
+	var reason, until string
+	var pauseFor time.Duration
 	pause := &cobra.Command{Use: "pause NAME",
 		Short: "Pause a schedule for every server sharing the store (POST /v1/schedules/NAME/pause)",
 		Long: `pause asks the server at --url to pause the schedule: no server sharing the
 store starts its runs until it is resumed, and the times due meanwhile are
 not started late then (backfill them if they are wanted). A trigger or a
 backfill still starts runs. The pause names who paused it (the token's
-actor), --reason, and since when; GET /v1/schedules shows it. The bearer
+actor), --reason, and since when; GET /v1/schedules shows it. With --until
+or --for the pause ends by itself then, and the schedule's times due from
+then on start runs again (a change freeze over a weekend, say). The bearer
 token is read as trigger reads it.`,
-		Example: `  flrh schedule pause nightly --reason "the ledger is being migrated" --url http://127.0.0.1:7700`,
-		Args:    cobra.ExactArgs(1),
+		Example: `  flrh schedule pause nightly --reason "the ledger is being migrated" --url http://127.0.0.1:7700
+  flrh schedule pause nightly --reason "change freeze" --until 2026-12-28T08:00:00+01:00
+  flrh schedule pause hourly --for 3h`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body, _ := json.Marshal(map[string]string{"reason": reason})
+			req := map[string]string{"reason": reason}
+			switch {
+			case until != "" && pauseFor != 0:
+				return usagef("give --until or --for, not both")
+			case pauseFor < 0:
+				return usagef("--for must not be negative, not %s", pauseFor)
+			case pauseFor > 0:
+				req["until"] = time.Now().Add(pauseFor).UTC().Format(time.RFC3339)
+			case until != "":
+				t, err := time.Parse(time.RFC3339, until)
+				if err != nil {
+					return usagef("--until: %q is not an RFC 3339 time (2026-12-28T08:00:00+01:00)", until)
+				}
+				req["until"] = t.Format(time.RFC3339Nano)
+			}
+			body, _ := json.Marshal(req)
 			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/pause", string(body))
 		}}
 	pause.Flags().StringVar(&reason, "reason", "", "why, shown beside the pause")
+	pause.Flags().StringVar(&until, "until", "", "when the pause ends by itself (RFC 3339); without it or --for it lasts until resumed")
+	pause.Flags().DurationVar(&pauseFor, "for", 0, "how long the pause lasts (until now plus this)")
 	resume := &cobra.Command{Use: "resume NAME",
 		Short: "Resume a paused schedule (POST /v1/schedules/NAME/resume)",
 		Long:  `resume lifts the schedule's pause: its next time due starts a run. Exit status 1 when it was not paused.`,

@@ -293,4 +293,28 @@ func TestSchedulePauseOverTheCLI(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "the schedule is paused") {
 		t.Fatalf("the restarted process does not log the pause:\n%s", p.stderr)
 	}
+
+	// A pause for a while ends by itself: runs start again, no one
+	// resuming it. --until and --for together, or an --until that is no
+	// time, are usage errors.
+	for _, bad := range [][]string{{"--for", "3s", "--until", "2026-12-28T08:00:00Z"}, {"--until", "tomorrow"}, {"--for", "-1s"}} {
+		if out, code := cli(append([]string{"schedule", "pause", "tick", "--url", p.base}, bad...)...); code != 2 {
+			t.Fatalf("pause %v: %d\n%s", bad, code, out)
+		}
+	}
+	out, code := cli("schedule", "pause", "tick", "--reason", "a short freeze", "--for", "4s", "--url", p.base)
+	if code != 0 || !strings.Contains(out, `"until": "`) {
+		t.Fatalf("pause for 4s: %d\n%s", code, out)
+	}
+	frozenAt := time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	frozen := listRuns(t, p.base)
+	for deadline := time.Now().Add(15 * time.Second); len(listRuns(t, p.base)) <= len(frozen); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no run after the pause's end")
+		}
+	}
+	if waited := time.Since(frozenAt); waited < 3*time.Second {
+		t.Fatalf("a run started %s into a pause of 4 s", waited)
+	}
 }

@@ -63,6 +63,15 @@ func TestBrowserSchedules(t *testing.T) {
 		t.Fatalf("paused after the resume: %+v, %v", list, err)
 	}
 
+	// Paused for a day: the store holds its end, the page shows it.
+	w.run("pause for a day", chromedp.SetValue(chromedp.CSS(row+` select`), "24"), press(row+` button[data-act="pause"]`),
+		waitText("#status", "Paused nightly on every server."), waitText(row+" td.paused", " until "))
+	list, err = pauses.PausedSchedules(context.Background())
+	if err != nil || len(list) != 1 || list[0].Until.IsZero() || time.Until(list[0].Until) < 23*time.Hour || time.Until(list[0].Until) > 25*time.Hour {
+		t.Fatalf("the store's pause for a day: %+v, %v", list, err)
+	}
+	w.run("resume again", press(row+` button[data-act="resume"]`), waitText("#status", "Resumed nightly."), waitText(row+" td.paused", "no"))
+
 	w.run("viewer", chromedp.Click(chromedp.CSS("#token-clear")), chromedp.SendKeys(chromedp.CSS("#token-input"), tokViewer),
 		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)), waitText("#whoami", "vera (viewer)"), chromedp.WaitVisible(chromedp.CSS(row)))
 	disabled := value(w, "disabled", chromedp.Evaluate[[]string](`[...document.querySelectorAll('tr[data-schedule="nightly"] button')].filter(b=>b.disabled).map(b=>b.dataset.act+': '+b.title)`))

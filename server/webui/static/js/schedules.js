@@ -15,7 +15,7 @@ export async function schedulesPage(el, signal) {
   const body = h('tbody');
   const info = h('p', { class: 'muted', id: 'schedules-info', 'aria-live': 'polite' });
   replace(el, h('h1', {}, 'Schedules'),
-    h('p', {}, 'Schedules start runs on a calendar, on every server sharing the store. A pause holds for all of them until it is resumed; the times due meanwhile are not run late.'),
+    h('p', {}, 'Schedules start runs on a calendar, on every server sharing the store. A pause holds for all of them until it is resumed, or for the while chosen; the times due meanwhile are not run late.'),
     info,
     h('table', { id: 'schedules' },
       h('caption', { class: 'muted' }, 'Schedules, refreshed every few seconds.'),
@@ -34,20 +34,31 @@ export async function schedulesPage(el, signal) {
   signal.addEventListener('abort', () => clearInterval(timer));
 }
 
+// pauseFor are the whiles a pause may last from the page, in hours; 0
+// lasts until resumed.
+const pauseFor = [[0, 'until resumed'], [1, 'for 1 hour'], [4, 'for 4 hours'], [24, 'for 1 day'], [72, 'for 3 days'], [168, 'for 1 week']];
+
 function row(s, reload) {
   const reason = h('input', { type: 'text', size: 24, placeholder: 'why', 'aria-label': `Why pause ${s.name}` });
+  const lasts = h('select', { 'aria-label': `How long to pause ${s.name}` }, pauseFor.map(([hours, text]) => h('option', { value: String(hours) }, text)));
+  const pauseBody = () => {
+    const hours = Number(lasts.value);
+    const body = { reason: reason.value.trim() };
+    if (hours > 0) body.until = new Date(Date.now() + hours * 3600e3).toISOString();
+    return body;
+  };
   const p = s.paused;
   return h('tr', { 'data-schedule': s.name, 'data-paused': p ? 'yes' : 'no' },
     h('td', {}, h('code', {}, s.name)),
     h('td', {}, h('code', {}, s.cron), ' ', h('span', { class: 'muted' }, s.time_zone)),
     h('td', {}, s.workflow + (s.version ? '@' + s.version : '')),
     h('td', {}, s.next && !s.next.startsWith('0001-') ? when(s.next) : h('span', { class: 'muted' }, 'never again')),
-    h('td', { class: 'paused' }, p ? [h('strong', {}, 'Paused'), ` by ${p.by} since ${when(p.since)}`, p.reason ? `: ${p.reason}` : ''] : h('span', { class: 'muted' }, 'no')),
+    h('td', { class: 'paused' }, p ? [h('strong', {}, 'Paused'), ` by ${p.by} since ${when(p.since)}`, p.until ? ` until ${when(p.until)}` : '', p.reason ? `: ${p.reason}` : ''] : h('span', { class: 'muted' }, 'no')),
     h('td', { class: 'acts' },
       gate(h('button', { type: 'button', 'data-act': 'trigger', onclick: () => act(s.name, 'trigger', undefined, reload) }, 'Run now'), 'schedule'),
       ' ',
       p ? gate(h('button', { type: 'button', class: 'primary', 'data-act': 'resume', onclick: () => act(s.name, 'resume', undefined, reload) }, 'Resume'), 'schedule') :
-        h('span', {}, reason, ' ', gate(h('button', { type: 'button', class: 'danger', 'data-act': 'pause', onclick: () => act(s.name, 'pause', { reason: reason.value.trim() }, reload) }, 'Pause'), 'schedule'))));
+        h('span', {}, reason, ' ', lasts, ' ', gate(h('button', { type: 'button', class: 'danger', 'data-act': 'pause', onclick: () => act(s.name, 'pause', pauseBody(), reload) }, 'Pause'), 'schedule'))));
 }
 
 async function act(name, what, body, reload) {

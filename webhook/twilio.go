@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"maps"
 	"mime"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -45,7 +46,9 @@ func (v Verifier) twilio(h Header, body []byte) (Delivery, error) {
 	if err != nil {
 		return Delivery{}, err
 	}
-	if !v.matchesSHA1(b, twilioSigned(v.URL, fields)) {
+	// Twilio signs the URL as it was given, or with the scheme's default
+	// port written or left out (its own libraries try both).
+	if !v.matchesSHA1(b, twilioSigned(v.URL, fields)) && (portVariant(v.URL) == "" || !v.matchesSHA1(b, twilioSigned(portVariant(v.URL), fields))) {
 		return Delivery{}, refuse(ReasonSignature, "", "the signature does not match the URL and the form under the hook's secrets")
 	}
 	d := Delivery{Body: fields, Interactive: true}
@@ -70,6 +73,28 @@ func (v Verifier) twilio(h Header, body []byte) (Delivery, error) {
 		return Delivery{}, refuse(ReasonMalformed, "", "a delivery id is 1 to %d visible ASCII characters", maxIDBytes)
 	}
 	return d, nil
+}
+
+// portVariant is u with its scheme's default port (443 for https, 80
+// for http) written when u leaves it out, or left out when u writes it;
+// "" when u names another port, or does not parse.
+func portVariant(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return ""
+	}
+	def := map[string]string{"https": "443", "http": "80"}[p.Scheme]
+	switch port := p.Port(); {
+	case def == "":
+		return ""
+	case port == "":
+		p.Host += ":" + def
+	case port == def:
+		p.Host = strings.TrimSuffix(p.Host, ":"+def)
+	default:
+		return ""
+	}
+	return p.String()
 }
 
 // twilioSigned is what Twilio signs: the URL, then each field's name and

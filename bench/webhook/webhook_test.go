@@ -312,8 +312,10 @@ func BenchmarkVerifyDiscord(b *testing.B) {
 }
 
 const (
-	twilioURL   = "https://flrh.example.com/v1/hooks/sms?tenant=acme"
-	twilioToken = "twilio-auth-token-0123456789abcd"
+	twilioURL     = "https://flrh.example.com/v1/hooks/sms?tenant=acme"
+	twilioURL443  = "https://flrh.example.com:443/v1/hooks/sms?tenant=acme"
+	twilioURL8443 = "https://flrh.example.com:8443/v1/hooks/sms?tenant=acme"
+	twilioToken   = "twilio-auth-token-0123456789abcd"
 )
 
 // twilioForm makes an incoming SMS's form of a drawn body: its fields,
@@ -337,7 +339,10 @@ func TestAgreesWithTwilioGo(t *testing.T) {
 		now := time.Now()
 		body, id, _, bend := draw(r, now)
 		body = twilioForm(body, id)
-		h, body := bent(webhook.SignTwilio([]byte(twilioToken), twilioURL, webhook.Delivery{}, body), "X-Twilio-Signature", body, bend, r, func() webhook.Header {
+		// Signed over the URL as given, with its default port written (both
+		// take it), or with another port (neither does).
+		signedURL := []string{twilioURL, twilioURL443, twilioURL8443}[r.IntN(3)]
+		h, body := bent(webhook.SignTwilio([]byte(twilioToken), signedURL, webhook.Delivery{}, body), "X-Twilio-Signature", body, bend, r, func() webhook.Header {
 			return webhook.SignTwilio([]byte("another-twilio-token-0123456789"), twilioURL, webhook.Delivery{}, body)
 		})
 		_, ferr := flrh.Verify(h, body, now)

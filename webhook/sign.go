@@ -65,9 +65,23 @@ func SignTwilio(secret []byte, url string, d Delivery, body []byte) Header {
 	if err != nil {
 		return Header{}
 	}
+	return twilioHeader(secret, twilioSigned(url, fields), d, "application/x-www-form-urlencoded")
+}
+
+// SignTwilioJSON writes the header fields Twilio sends with a JSON body
+// posted to url (TwilioBodyURL signed alone), with d.ID as its
+// I-Twilio-Idempotency-Token when set.
+func SignTwilioJSON(secret []byte, url string, d Delivery, body []byte) Header {
+	return twilioHeader(secret, TwilioBodyURL(url, body), d, "application/json")
+}
+
+// twilioHeader is a Twilio delivery's header fields: the base64
+// HMAC-SHA1 of signed under secret, the content type, and d.ID as the
+// idempotency token when set.
+func twilioHeader(secret []byte, signed string, d Delivery, contentType string) Header {
 	m := hmac.New(sha1.New, secret)
-	m.Write([]byte(twilioSigned(url, fields)))
-	h := Header{"X-Twilio-Signature": {base64.StdEncoding.EncodeToString(m.Sum(nil))}, "Content-Type": {"application/x-www-form-urlencoded"}}
+	m.Write([]byte(signed))
+	h := Header{"X-Twilio-Signature": {base64.StdEncoding.EncodeToString(m.Sum(nil))}, "Content-Type": {contentType}}
 	if d.ID != "" {
 		h["I-Twilio-Idempotency-Token"] = []string{d.ID}
 	}

@@ -3,11 +3,15 @@ package webhook
 import (
 	"crypto/hmac"
 	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
 	"maps"
 	"mime"
 	"net/url"
 	"slices"
 	"strings"
+
+	"flrh.dev/flrh/jsontemplate"
 )
 
 // Twilio posts a form to the URL it was given (an SMS received, a call's
@@ -39,16 +43,24 @@ func (v Verifier) twilio(h Header, body []byte) (Delivery, error) {
 	if err != nil || len(b) != sha1.Size {
 		return Delivery{}, refuse(ReasonMalformed, name, "the header is the canonical base64 of %d bytes", sha1.Size)
 	}
-	if media, _, _ := mime.ParseMediaType(h.Get("Content-Type")); media != "application/x-www-form-urlencoded" {
-		return Delivery{}, refuse(ReasonMalformed, "", "a Twilio delivery is a form (its JSON bodies, signed by bodySHA256, are not read)")
+	// Twilio signs the URL as it was given, or with the scheme's default
+	// port written or left out (its own libraries try both).
+	urls := []string{v.URL}
+	if pv := portVariant(v.URL); pv != "" {
+		urls = append(urls, pv)
+	}
+	media, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	if media == "application/json" {
+		return v.twilioJSON(h, b, urls, body)
+	}
+	if media != "application/x-www-form-urlencoded" {
+		return Delivery{}, refuse(ReasonMalformed, "", "a Twilio delivery is a form, or JSON")
 	}
 	fields, err := readForm(body)
 	if err != nil {
 		return Delivery{}, err
 	}
-	// Twilio signs the URL as it was given, or with the scheme's default
-	// port written or left out (its own libraries try both).
-	if !v.matchesSHA1(b, twilioSigned(v.URL, fields)) && (portVariant(v.URL) == "" || !v.matchesSHA1(b, twilioSigned(portVariant(v.URL), fields))) {
+	if !slices.ContainsFunc(urls, func(u string) bool { return v.matchesSHA1(b, twilioSigned(u, fields)) }) {
 		return Delivery{}, refuse(ReasonSignature, "", "the signature does not match the URL and the form under the hook's secrets")
 	}
 	d := Delivery{Body: fields, Interactive: true}
@@ -73,6 +85,54 @@ func (v Verifier) twilio(h Header, body []byte) (Delivery, error) {
 		return Delivery{}, refuse(ReasonMalformed, "", "a delivery id is 1 to %d visible ASCII characters", maxIDBytes)
 	}
 	return d, nil
+}
+
+// twilioJSON checks a Twilio delivery of a JSON body (Event Streams'
+// webhooks, and Twilio's newer ones): Twilio adds the hex SHA-256 of the
+// body to the URL it posts to, as its bodySHA256 query parameter, and
+// signs that URL alone. The URL is made here of the hook's and the body
+// as received, so a body changed changes what was signed; it is read only
+// once the signature holds. Its id is I-Twilio-Idempotency-Token, or else
+// the body's digest (the same bytes sent again are the same delivery);
+// its event the "type" of the object, or of an array's first element (a
+// CloudEvent's, such as com.twilio.messaging.message.delivered). No person
+// waits on it.
+func (v Verifier) twilioJSON(h Header, sig []byte, urls []string, body []byte) (Delivery, error) {
+	if !slices.ContainsFunc(urls, func(u string) bool { return v.matchesSHA1(sig, TwilioBodyURL(u, body)) }) {
+		return Delivery{}, refuse(ReasonSignature, "", "the signature does not match the URL with the body's bodySHA256 under the hook's secrets")
+	}
+	doc, err := jsontemplate.Decode(body)
+	if err != nil {
+		return Delivery{}, refuse(ReasonMalformed, "", "the body is not JSON: %v", err)
+	}
+	d := Delivery{Body: doc, ID: h.Get("I-Twilio-Idempotency-Token")}
+	if d.ID == "" {
+		sum := sha256.Sum256(body)
+		d.ID = "body:" + hex.EncodeToString(sum[:16])
+	}
+	first := doc
+	if list, ok := doc.([]any); ok && len(list) > 0 {
+		first = list[0]
+	}
+	if obj, ok := first.(map[string]any); ok {
+		d.Event, _ = obj["type"].(string)
+	}
+	if !validID(d.ID) {
+		return Delivery{}, refuse(ReasonMalformed, "", "a delivery id is 1 to %d visible ASCII characters", maxIDBytes)
+	}
+	return d, nil
+}
+
+// TwilioBodyURL is the URL Twilio signs for a JSON body posted to url:
+// url with the body's hex SHA-256 added as its bodySHA256 query
+// parameter.
+func TwilioBodyURL(url string, body []byte) string {
+	sum := sha256.Sum256(body)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "bodySHA256=" + hex.EncodeToString(sum[:])
 }
 
 // portVariant is u with its scheme's default port (443 for https, 80

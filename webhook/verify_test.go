@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -523,6 +524,9 @@ func TestVerifyTwilio(t *testing.T) {
 	sms := []byte("MessageSid=SM1&SmsStatus=received&From=%2B15551230000&Body=refund+order+17")
 	signedSMS := webhook.SignTwilio(secret, to, webhook.Delivery{}, sms)
 	status := []byte("MessageSid=SM1&MessageStatus=delivered")
+	events := []byte(`[{"specversion":"1.0","type":"com.twilio.messaging.message.delivered","id":"EZ1","data":{"messageSid":"SM1"}}]`)
+	sum := sha256.Sum256(events)
+	eventsDigest := hex.EncodeToString(sum[:16])
 	cases := []struct {
 		name      string
 		v         webhook.Verifier
@@ -547,7 +551,15 @@ func TestVerifyTwilio(t *testing.T) {
 		{"a field added", v, signedSMS, append(append([]byte(nil), sms...), "&X=1"...), "", "", webhook.ReasonSignature, ""},
 		{"a field named twice", v, webhook.SignTwilio(secret, to, webhook.Delivery{}, sms), append(append([]byte(nil), sms...), "&Body=again"...), "", "", webhook.ReasonMalformed, `"Body" 2 times`},
 		{"neither message nor call", v, webhook.SignTwilio(secret, to, webhook.Delivery{}, []byte("AccountSid=AC1")), []byte("AccountSid=AC1"), "", "", webhook.ReasonMalformed, "MessageSid or its CallSid"},
-		{"JSON", v, with(signedSMS, "Content-Type", "application/json"), []byte(`{"MessageSid":"SM1"}`), "", "", webhook.ReasonMalformed, "bodySHA256"},
+		{"a form's signature on a JSON body", v, with(signedSMS, "Content-Type", "application/json"), []byte(`{"MessageSid":"SM1"}`), "", "", webhook.ReasonSignature, "bodySHA256"},
+		{"an Event Streams batch", v, webhook.SignTwilioJSON(secret, to, webhook.Delivery{}, events), events, "body:" + eventsDigest, "com.twilio.messaging.message.delivered", "", ""},
+		{"JSON with its idempotency token", v, webhook.SignTwilioJSON(secret, to, webhook.Delivery{ID: "idem-9"}, []byte(`{"type":"x.y"}`)), []byte(`{"type":"x.y"}`), "idem-9", "x.y", "", ""},
+		{"JSON signed with the default port", v, webhook.SignTwilioJSON(secret, "https://flrh.example.com:443/v1/hooks/sms", webhook.Delivery{}, events), events, "body:" + eventsDigest, "com.twilio.messaging.message.delivered", "", ""},
+		{"JSON changed", v, webhook.SignTwilioJSON(secret, to, webhook.Delivery{}, events), []byte(strings.Replace(string(events), "SM1", "SM2", 1)), "", "", webhook.ReasonSignature, "bodySHA256"},
+		{"JSON signed without its bodySHA256", v, with(webhook.SignTwilio(secret, to, webhook.Delivery{}, nil), "Content-Type", "application/json"), events, "", "", webhook.ReasonSignature, ""},
+		{"JSON under another token", v, webhook.SignTwilioJSON(other[:len(other)-1], to, webhook.Delivery{}, events), events, "", "", webhook.ReasonSignature, ""},
+		{"signed, and not JSON", v, webhook.SignTwilioJSON(secret, to, webhook.Delivery{}, []byte(`{"a":`)), []byte(`{"a":`), "", "", webhook.ReasonMalformed, "not JSON"},
+		{"neither a form nor JSON", v, with(signedSMS, "Content-Type", "text/plain"), sms, "", "", webhook.ReasonMalformed, "a form, or JSON"},
 		{"no signature", v, with(signedSMS, "X-Twilio-Signature"), sms, "", "", webhook.ReasonMissing, "X-Twilio-Signature"},
 		{"a signature of SHA-256's length", v, with(signedSMS, "X-Twilio-Signature", base64.StdEncoding.EncodeToString(make([]byte, 32))), sms, "", "", webhook.ReasonMalformed, "base64 of 20 bytes"},
 		{"a verifier told no URL", webhook.Verifier{Scheme: webhook.Twilio, Secrets: [][]byte{secret}}, signedSMS, sms, "", "", webhook.ReasonSecret, "URL"},
@@ -561,7 +573,8 @@ func TestVerifyTwilio(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || d.ID != c.id || d.Event != c.event || !d.Interactive {
+			// A form is a person's message or call; JSON is Twilio's events.
+			if err != nil || d.ID != c.id || d.Event != c.event || d.Interactive != (c.h.Get("Content-Type") != "application/json") {
 				t.Fatalf("got %+v, %v; want %s %s", d, err, c.id, c.event)
 			}
 		})

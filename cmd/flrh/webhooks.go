@@ -201,7 +201,13 @@ cannot sign. Exit status 1 when the server refuses the delivery.`,
 			}
 			d := webhook.Delivery{ID: id, Event: event, Timestamp: time.Now().Unix()}
 			h, ctype := webhook.Sign(spec.Scheme, secret, d, body), "application/json"
+			query := ""
 			switch {
+			case spec.Scheme == webhook.Twilio && json.Valid(body):
+				// Twilio signs a JSON body by the URL it posts to with the
+				// body's digest added, and adds it to the request too.
+				h, ctype = webhook.SignTwilioJSON(secret, spec.URL, d, body), "application/json"
+				query = webhook.TwilioBodyURL("", body)
 			case spec.Scheme == webhook.Twilio:
 				// Signed over the URL Twilio would post to (the webhook's
 				// url), whichever server --url names.
@@ -209,7 +215,7 @@ cannot sign. Exit status 1 when the server refuses the delivery.`,
 			case spec.Scheme.TakesForms() && !json.Valid(body):
 				ctype = "application/x-www-form-urlencoded" // a slash command's form
 			}
-			req, err := http.NewRequestWithContext(cmd.Context(), "POST", strings.TrimSuffix(url, "/")+hookPath(spec.Name), bytes.NewReader(body))
+			req, err := http.NewRequestWithContext(cmd.Context(), "POST", strings.TrimSuffix(url, "/")+hookPath(spec.Name)+query, bytes.NewReader(body))
 			if err != nil {
 				return usagef("--url: %v", err)
 			}

@@ -49,6 +49,14 @@ const webhooksYAML = `webhooks:
     events: [message.received]
     run_id: "sms-{/MessageSid}"
     input: {refunds: [{id: "r-{/MessageSid}", amount: 10, payee: "{/From}", reason: "{/Body}"}]}
+  - name: streams
+    scheme: twilio
+    secret_env: TWILIO_TOKEN
+    url: https://flrh.example.com/v1/hooks/streams?sink=refunds
+    workflow: refund-agent
+    events: [com.twilio.messaging.message.received]
+    run_id: "ev-{/0/id}"
+    input: {refunds: [{id: "r-{/0/id}", amount: 11, payee: "{/0/data/from}", reason: "{$event}"}]}
 `
 
 // Signed deliveries to a real serve process: flrh webhook check and send,
@@ -142,6 +150,14 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 	}
 	if got := awaitOutcome(t, p.base, "sms-SM1"); got != "success" {
 		t.Fatalf("sms-SM1 ended %q", got)
+	}
+	// An Event Streams batch, JSON signed by its bodySHA256: its run pays.
+	eventsFile := writeFile("events.json", `[{"specversion":"1.0","type":"com.twilio.messaging.message.received","id":"EZ7","data":{"from":"+15551230000"}}]`)
+	if out, code := cli(env, "webhook", "send", "streams", "--webhooks", file, "--body", eventsFile, "--url", p.base); code != 0 || !strings.HasPrefix(out, "201 Created") || !strings.Contains(out, `"run_id": "ev-EZ7"`) {
+		t.Fatalf("send JSON to twilio: %d\n%s", code, out)
+	}
+	if got := awaitOutcome(t, p.base, "ev-EZ7"); got != "success" {
+		t.Fatalf("ev-EZ7 ended %q", got)
 	}
 
 	// Killed at a random moment within 2.5 ms of a delivery (before its

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"slices"
+)
 
 // RunLister pages through a store's runs in creation order.
 type RunLister interface {
@@ -14,12 +18,26 @@ const listPage = 500
 // any.
 type RunFilter struct {
 	State, WorkflowID, WorkflowVersion string
+	// WorkflowIDs, when not nil, are the workflows whose runs may be
+	// selected, beside WorkflowID: a principal's scope. Empty selects
+	// none.
+	WorkflowIDs []string
 }
 
 // Match reports whether r is selected.
 func (f RunFilter) Match(r Run) bool {
 	return (f.State == "" || r.State == f.State) && (f.WorkflowID == "" || r.WorkflowID == f.WorkflowID) &&
-		(f.WorkflowVersion == "" || r.WorkflowVersion == f.WorkflowVersion)
+		(f.WorkflowVersion == "" || r.WorkflowVersion == f.WorkflowVersion) && (f.WorkflowIDs == nil || slices.Contains(f.WorkflowIDs, r.WorkflowID))
+}
+
+// WorkflowSet is f.WorkflowIDs as a JSON array for a database to read
+// (SQLite's json_each), or "" for nil: any workflow.
+func (f RunFilter) WorkflowSet() string {
+	if f.WorkflowIDs == nil {
+		return ""
+	}
+	b, _ := json.Marshal(append([]string{}, f.WorkflowIDs...))
+	return string(b)
 }
 
 // RunMatcher is implemented by stores that filter their runs inside the

@@ -19,6 +19,7 @@ ORDER BY created_order LIMIT 1 OFFSET $2`
 	matchRuns = `SELECT ` + runColumns + ` FROM runs
 WHERE created_order > COALESCE((SELECT created_order FROM runs WHERE run_id = $1), 0) AND created_order <= $2
 AND ($3 = '' OR state = $3) AND ($4 = '' OR workflow_id = $4) AND ($5 = '' OR workflow_version = $5)
+AND ($7::text[] IS NULL OR workflow_id = ANY($7::text[]))
 ORDER BY created_order LIMIT $6`
 )
 
@@ -40,7 +41,7 @@ func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f 
 			return nil, "", s.mapErr("match runs", "", err)
 		}
 	}
-	rows, err := tx.Query(ctx, matchRuns, after, bound, f.State, f.WorkflowID, f.WorkflowVersion, limit)
+	rows, err := tx.Query(ctx, matchRuns, after, bound, f.State, f.WorkflowID, f.WorkflowVersion, limit, f.WorkflowIDs)
 	if err != nil {
 		return nil, "", s.mapErr("match runs", "", err)
 	}

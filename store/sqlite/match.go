@@ -18,6 +18,7 @@ ORDER BY created_order LIMIT 1 OFFSET ?`
 	matchRuns = `SELECT ` + runColumns + ` FROM runs
 WHERE created_order > COALESCE((SELECT created_order FROM runs WHERE run_id = ?), 0) AND created_order <= ?
 AND (? = '' OR state = ?) AND (? = '' OR workflow_id = ?) AND (? = '' OR workflow_version = ?)
+AND (? = '' OR workflow_id IN (SELECT value FROM json_each(?)))
 ORDER BY created_order LIMIT ?`
 )
 
@@ -40,7 +41,7 @@ func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f 
 			return nil, "", mapErr("match runs", "", err)
 		}
 	}
-	rows, err := tx.QueryContext(ctx, matchRuns, after, bound, f.State, f.State, f.WorkflowID, f.WorkflowID, f.WorkflowVersion, f.WorkflowVersion, limit)
+	rows, err := tx.QueryContext(ctx, matchRuns, after, bound, f.State, f.State, f.WorkflowID, f.WorkflowID, f.WorkflowVersion, f.WorkflowVersion, f.WorkflowSet(), f.WorkflowSet(), limit)
 	if err != nil {
 		return nil, "", mapErr("match runs", "", err)
 	}

@@ -35,7 +35,9 @@ func testMatchRuns(t *testing.T, s store.Store, _ *Clock) {
 		must(t, s.CreateRun(ctx, r))
 	}
 	filters := []store.RunFilter{{}, {State: "WAIT_APPROVAL"}, {State: "SUCCEEDED", WorkflowID: "wf-b"}, {WorkflowID: "wf-a", WorkflowVersion: "2"},
-		{State: "INGEST", WorkflowID: "wf-a", WorkflowVersion: "1"}, {WorkflowVersion: "1"}, {State: "NOWHERE"}, {WorkflowID: "wf-c"}}
+		{State: "INGEST", WorkflowID: "wf-a", WorkflowVersion: "1"}, {WorkflowVersion: "1"}, {State: "NOWHERE"}, {WorkflowID: "wf-c"},
+		{WorkflowIDs: []string{"wf-a", "wf-c"}}, {WorkflowIDs: []string{}}, {State: "SUCCEEDED", WorkflowIDs: []string{"wf-b", "wf-a"}},
+		{WorkflowID: "wf-a", WorkflowIDs: []string{"wf-b"}}, {WorkflowVersion: "2", WorkflowIDs: []string{"wf-b", `it's "quoted"`}}}
 	queries, nonEmpty := 0, 0
 	for _, f := range filters {
 		for _, after := range []string{"", "m-00", "m-07", "m-33", "m-39", "no-such-run"} {

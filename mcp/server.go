@@ -49,6 +49,13 @@ type Deps struct {
 	// (for example from the authenticated bearer token). It returns "" to
 	// fall back on Agent.
 	AgentFrom func(*http.Request) string
+	// Workflows, when not nil, are the only workflows the agent sees and
+	// proposes to the runs of (empty: none): a run of another workflow is
+	// answered as one that does not exist, a workflow as one not offered.
+	// WorkflowsFrom, used by Handler, gives them from the HTTP request
+	// (the bearer token's scope); its nil is every workflow.
+	Workflows     []string
+	WorkflowsFrom func(*http.Request) []string
 	// NewRunID names runs started without an id; nil draws random ids.
 	NewRunID func() string
 	// MaxWait bounds how long start_run and submit_input wait for a run to
@@ -121,6 +128,9 @@ func Handler(d Deps) http.Handler {
 			if name := d.AgentFrom(r); name != "" {
 				dd.Agent = name
 			}
+		}
+		if d.WorkflowsFrom != nil {
+			dd.Workflows = d.WorkflowsFrom(r)
 		}
 		return NewServer(dd)
 	}, &sdk.StreamableHTTPOptions{Logger: d.Logger, SessionTimeout: 30 * time.Minute})

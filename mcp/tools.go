@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -132,7 +133,9 @@ func (u *usageIn) usage() runner.Usage {
 func (t *tools) listWorkflows(_ context.Context, _ *sdk.CallToolRequest, _ listWorkflowsIn) (*sdk.CallToolResult, WorkflowList, error) {
 	out := WorkflowList{Workflows: []WorkflowInfo{}}
 	for _, wf := range t.d.Catalog.Workflows() {
-		out.Workflows = append(out.Workflows, WorkflowInfo{ID: wf.ID(), Version: wf.Version(), Digest: wf.Digest()})
+		if t.sees(wf.ID()) {
+			out.Workflows = append(out.Workflows, WorkflowInfo{ID: wf.ID(), Version: wf.Version(), Digest: wf.Digest()})
+		}
 	}
 	return nil, out, nil
 }
@@ -157,7 +160,7 @@ func (t *tools) listRuns(ctx context.Context, _ *sdk.CallToolRequest, in listRun
 		for _, r := range page {
 			scanned++
 			after = r.ID
-			if in.State == "" || r.State == in.State {
+			if (in.State == "" || r.State == in.State) && t.sees(r.WorkflowID) {
 				out.Runs = append(out.Runs, header(r))
 				if len(out.Runs) == limit {
 					out.Next = after
@@ -174,6 +177,9 @@ func (t *tools) listRuns(ctx context.Context, _ *sdk.CallToolRequest, in listRun
 }
 
 func (t *tools) getRun(ctx context.Context, _ *sdk.CallToolRequest, in runIn) (*sdk.CallToolResult, RunDetail, error) {
+	if err := t.seesRun(ctx, in.RunID); err != nil {
+		return nil, RunDetail{}, err
+	}
 	st, err := t.d.Runner.Inspect(ctx, in.RunID)
 	note := ""
 	if err != nil {
@@ -213,6 +219,9 @@ func (t *tools) getRun(ctx context.Context, _ *sdk.CallToolRequest, in runIn) (*
 
 func (t *tools) getJourney(ctx context.Context, _ *sdk.CallToolRequest, in journeyIn) (*sdk.CallToolResult, Journey, error) {
 	run, err := t.d.Store.Run(ctx, in.RunID)
+	if err == nil && !t.sees(run.WorkflowID) {
+		err = unseen(in.RunID)
+	}
 	if err != nil {
 		return nil, Journey{}, explain(err, in.RunID)
 	}
@@ -246,7 +255,7 @@ func (t *tools) startRun(ctx context.Context, req *sdk.CallToolRequest, in start
 	if version == "" {
 		version = "1"
 	}
-	if !t.offers(id, version) {
+	if !t.offers(id, version) || !t.sees(id) {
 		return nil, Progress{}, fmt.Errorf("no workflow %s@%s; list_workflows shows what can be started", id, version)
 	}
 	body, err := rawInput(req.Params.Arguments)
@@ -276,6 +285,9 @@ func (t *tools) submitInput(ctx context.Context, req *sdk.CallToolRequest, in su
 		return nil, Progress{}, err
 	}
 	run, err := t.d.Store.Run(ctx, in.RunID)
+	if err == nil && !t.sees(run.WorkflowID) {
+		err = unseen(in.RunID)
+	}
 	if err != nil {
 		return nil, Progress{}, explain(err, in.RunID)
 	}
@@ -291,6 +303,35 @@ func (t *tools) submitInput(ctx context.Context, req *sdk.CallToolRequest, in su
 		return nil, Progress{}, explain(err, in.RunID)
 	}
 	return t.progress(ctx, in.RunID, wait)
+}
+
+// sees reports whether the agent may see the runs of workflow wf
+// (Deps.Workflows).
+func (t *tools) sees(wf string) bool {
+	return t.d.Workflows == nil || slices.Contains(t.d.Workflows, wf)
+}
+
+// seesRun answers a run of a workflow the agent may not see as one that
+// does not exist; nil when it may see it, or there is no such run (whose
+// reading says so).
+func (t *tools) seesRun(ctx context.Context, id string) error {
+	if t.d.Workflows == nil {
+		return nil
+	}
+	run, err := t.d.Store.Run(ctx, id)
+	if err == nil && !t.sees(run.WorkflowID) {
+		err = unseen(id)
+	}
+	if store.CodeOf(err) == store.CodeNotFound {
+		return explain(err, id)
+	}
+	return err
+}
+
+// unseen is a run the agent may not see, as the store says of one that
+// does not exist.
+func unseen(id string) error {
+	return store.Errorf(store.CodeNotFound, "read run", id, nil, "no run %q", id)
 }
 
 func (t *tools) offers(id, version string) bool {

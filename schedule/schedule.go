@@ -611,6 +611,16 @@ func (e *PauseEndError) Error() string {
 	return "a pause's end is at most 366 days away, not " + e.Until.UTC().Format(time.RFC3339)
 }
 
+// WorkflowOf is the workflow the schedule name starts runs of, and
+// whether there is such a schedule.
+func (s *Scheduler) WorkflowOf(name string) (string, bool) {
+	e, err := s.entry(name)
+	if err != nil {
+		return "", false
+	}
+	return e.spec.Workflow, true
+}
+
 // NotPausedError is a resume of a schedule not paused.
 type NotPausedError struct{ Name string }
 

@@ -58,7 +58,20 @@ var grants = map[string][]permission{
 type Principal struct {
 	Actor string   // the name acts are recorded under
 	Roles []string // sorted
+	// Workflows, when not nil, are the only workflows whose runs the
+	// principal sees and acts on (sorted; empty: none): a team's token on
+	// a server several teams share. Nil is every workflow.
+	Workflows []string
 }
+
+// sees reports whether the principal may see and act on the runs of
+// workflow wf.
+func (p Principal) sees(wf string) bool {
+	return p.Workflows == nil || slices.Contains(p.Workflows, wf)
+}
+
+// scoped reports whether the principal sees only some workflows.
+func (p Principal) scoped() bool { return p.Workflows != nil }
 
 // may reports whether the principal holds a role that grants p.
 func (p Principal) may(perm permission) bool {
@@ -107,6 +120,7 @@ type tokenFile struct {
 		Token       string   `json:"token,omitempty"`
 		TokenSHA256 string   `json:"token_sha256,omitempty"`
 		ExpiresAt   string   `json:"expires_at,omitempty"`
+		Workflows   []string `json:"workflows,omitempty"`
 	} `json:"tokens"`
 }
 
@@ -115,11 +129,13 @@ type tokenFile struct {
 //	{"tokens": [
 //	  {"actor": "alice", "roles": ["approver"], "token": "…at least 16 characters…"},
 //	  {"actor": "ci-bot", "roles": ["agent"], "token_sha256": "<64 hex digits>"},
-//	  {"actor": "carol", "roles": ["approver"], "token_sha256": "…", "expires_at": "2027-03-01T00:00:00Z"}
+//	  {"actor": "carol", "roles": ["approver"], "token_sha256": "…", "expires_at": "2027-03-01T00:00:00Z"},
+//	  {"actor": "support-bot", "roles": ["agent"], "token": "…", "workflows": ["refund-agent"]}
 //	]}
 //
 // A token is given in clear or as the hex SHA-256 of its bytes; with
-// expires_at (RFC 3339) it is refused from that instant on. Errors name
+// expires_at (RFC 3339) it is refused from that instant on; with
+// workflows, it sees and acts on the runs of those workflows alone. Errors name
 // the offending value by JSON pointer.
 func ParseTokens(data []byte) (*Tokens, error) {
 	var f tokenFile
@@ -156,9 +172,20 @@ func ParseTokens(data []byte) (*Tokens, error) {
 		}
 		roles := slices.Clone(e.Roles)
 		slices.Sort(roles)
-		t.byDigest[d] = grant{p: Principal{Actor: e.Actor, Roles: slices.Compact(roles)}, expires: expires}
+		t.byDigest[d] = grant{p: Principal{Actor: e.Actor, Roles: slices.Compact(roles), Workflows: sortedScope(e.Workflows)}, expires: expires}
 	}
 	return t, nil
+}
+
+// sortedScope is a scope's workflows sorted, nil for none given (every
+// workflow).
+func sortedScope(wfs []string) []string {
+	if wfs == nil {
+		return nil
+	}
+	out := slices.Clone(wfs)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Len reports how many tokens are configured.

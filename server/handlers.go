@@ -28,54 +28,55 @@ var routes = []route{
 	{Method: "GET", Pattern: "/healthz", Perm: permPublic, handle: (*Server).health},
 	{Method: "GET", Pattern: "/readyz", Perm: permPublic, handle: (*Server).ready},
 	{Method: "GET", Pattern: "/metrics", Perm: permRead, handle: (*Server).serveMetrics},
-	{Method: "GET", Pattern: "/v1/whoami", Perm: permRead, handle: (*Server).whoami},
+	{Method: "GET", Pattern: "/v1/whoami", Perm: permRead, scope: scopeNone, handle: (*Server).whoami},
 	// Sign-in to the web UI through the identity provider (login.go).
 	{Method: "GET", Pattern: "/v1/login", Perm: permPublic, handle: (*Server).loginInfo},
 	{Method: "POST", Pattern: "/v1/login/token", Perm: permPublic, Body: "login_token", handle: (*Server).loginToken},
 	{Method: "POST", Pattern: "/v1/login/refresh", Perm: permPublic, Body: "login_refresh", handle: (*Server).loginRefresh},
-	{Method: "GET", Pattern: "/v1/workflows", Perm: permRead, handle: (*Server).listWorkflows},
+	{Method: "GET", Pattern: "/v1/workflows", Perm: permRead, scope: scopeFiltered, handle: (*Server).listWorkflows},
 	// Deliveries other systems sign (webhooks.go): the signature is the
 	// credential.
 	{Method: "POST", Pattern: "/v1/hooks/{name}", Perm: permPublic, Body: foreignBody, handle: (*Server).deliver},
-	{Method: "GET", Pattern: "/v1/hooks", Perm: permHooks, handle: (*Server).listHooks},
-	{Method: "GET", Pattern: "/v1/hooks/{name}/parked", Perm: permHooks, handle: (*Server).listParked},
-	{Method: "POST", Pattern: "/v1/hooks/{name}/parked/{id}/redeliver", Perm: permHooks, handle: (*Server).redeliver},
-	{Method: "DELETE", Pattern: "/v1/hooks/{name}/parked/{id}", Perm: permHooks, handle: (*Server).dropParked},
+	{Method: "GET", Pattern: "/v1/hooks", Perm: permHooks, scope: scopeFiltered, handle: (*Server).listHooks},
+	{Method: "GET", Pattern: "/v1/hooks/{name}/parked", Perm: permHooks, scope: scopeHook, handle: (*Server).listParked},
+	{Method: "POST", Pattern: "/v1/hooks/{name}/parked/{id}/redeliver", Perm: permHooks, scope: scopeHook, handle: (*Server).redeliver},
+	{Method: "DELETE", Pattern: "/v1/hooks/{name}/parked/{id}", Perm: permHooks, scope: scopeHook, handle: (*Server).dropParked},
 	// Schedules that start runs on a calendar (schedules.go).
-	{Method: "GET", Pattern: "/v1/schedules", Perm: permRead, handle: (*Server).listSchedules},
-	{Method: "POST", Pattern: "/v1/schedules/{name}/trigger", Perm: permSchedule, handle: (*Server).triggerSchedule},
-	{Method: "POST", Pattern: "/v1/schedules/{name}/backfill", Perm: permSchedule, Body: "backfill", handle: (*Server).backfillSchedule},
-	{Method: "POST", Pattern: "/v1/schedules/{name}/pause", Perm: permSchedule, Body: "pause", handle: (*Server).pauseSchedule},
-	{Method: "POST", Pattern: "/v1/schedules/{name}/resume", Perm: permSchedule, handle: (*Server).resumeSchedule},
-	{Method: "GET", Pattern: "/v1/runs", Perm: permRead, handle: (*Server).listRuns},
-	{Method: "GET", Pattern: "/v1/approvals", Perm: permRead, handle: (*Server).listApprovals},
-	{Method: "POST", Pattern: "/v1/runs", Perm: permStart, Body: "start_run", handle: (*Server).startRun},
-	{Method: "GET", Pattern: "/v1/runs/{id}", Perm: permRead, handle: (*Server).showRun},
-	{Method: "GET", Pattern: "/v1/runs/{id}/events", Perm: permRead, handle: (*Server).events},
-	{Method: "GET", Pattern: "/v1/runs/{id}/trace", Perm: permRead, handle: (*Server).trace},
-	{Method: "GET", Pattern: "/v1/runs/{id}/verify", Perm: permRead, handle: (*Server).verify},
-	{Method: "GET", Pattern: "/v1/runs/{id}/replay", Perm: permRead, handle: (*Server).replay},
-	{Method: "GET", Pattern: "/v1/runs/{id}/stream", Perm: permRead, streams: true, handle: (*Server).stream},
+	{Method: "GET", Pattern: "/v1/schedules", Perm: permRead, scope: scopeFiltered, handle: (*Server).listSchedules},
+	{Method: "POST", Pattern: "/v1/schedules/{name}/trigger", Perm: permSchedule, scope: scopeSchedule, handle: (*Server).triggerSchedule},
+	{Method: "POST", Pattern: "/v1/schedules/{name}/backfill", Perm: permSchedule, scope: scopeSchedule, Body: "backfill", handle: (*Server).backfillSchedule},
+	{Method: "POST", Pattern: "/v1/schedules/{name}/pause", Perm: permSchedule, scope: scopeSchedule, Body: "pause", handle: (*Server).pauseSchedule},
+	{Method: "POST", Pattern: "/v1/schedules/{name}/resume", Perm: permSchedule, scope: scopeSchedule, handle: (*Server).resumeSchedule},
+	{Method: "GET", Pattern: "/v1/runs", Perm: permRead, scope: scopeFiltered, handle: (*Server).listRuns},
+	{Method: "GET", Pattern: "/v1/approvals", Perm: permRead, scope: scopeFiltered, handle: (*Server).listApprovals},
+	{Method: "POST", Pattern: "/v1/runs", Perm: permStart, scope: scopeFiltered, Body: "start_run", handle: (*Server).startRun},
+	{Method: "GET", Pattern: "/v1/runs/{id}", Perm: permRead, scope: scopeRun, handle: (*Server).showRun},
+	{Method: "GET", Pattern: "/v1/runs/{id}/events", Perm: permRead, scope: scopeRun, handle: (*Server).events},
+	{Method: "GET", Pattern: "/v1/runs/{id}/trace", Perm: permRead, scope: scopeRun, handle: (*Server).trace},
+	{Method: "GET", Pattern: "/v1/runs/{id}/verify", Perm: permRead, scope: scopeRun, handle: (*Server).verify},
+	{Method: "GET", Pattern: "/v1/runs/{id}/replay", Perm: permRead, scope: scopeRun, handle: (*Server).replay},
+	{Method: "GET", Pattern: "/v1/runs/{id}/stream", Perm: permRead, scope: scopeRun, streams: true, handle: (*Server).stream},
 	// The workflow's record of its deliberation (handlers_record.go).
-	{Method: "GET", Pattern: "/v1/runs/{id}/tickets", Perm: permRead, handle: (*Server).listTickets},
-	{Method: "GET", Pattern: "/v1/runs/{id}/fhr", Perm: permRead, handle: (*Server).listFHR},
-	{Method: "GET", Pattern: "/v1/runs/{id}/scorecard", Perm: permRead, handle: (*Server).listScorecards},
-	{Method: "GET", Pattern: "/v1/runs/{id}/why", Perm: permRead, handle: (*Server).why},
-	{Method: "GET", Pattern: "/v1/runs/{id}/case", Perm: permRead, handle: (*Server).runCase},
-	{Method: "POST", Pattern: "/v1/runs/{id}/inputs", Perm: permSubmit, Body: "submit_input", handle: (*Server).submit},
-	{Method: "POST", Pattern: "/v1/runs/{id}/approve", Perm: permApprove, Body: "approve", handle: (*Server).approve},
-	{Method: "POST", Pattern: "/v1/runs/{id}/deny", Perm: permApprove, Body: "deny", handle: (*Server).deny},
-	{Method: "POST", Pattern: "/v1/runs/{id}/cancel", Perm: permCancel, Body: "cancel", handle: (*Server).cancel},
-	{Method: "POST", Pattern: "/v1/runs/{id}/reconcile", Perm: permReconcile, Body: "reconcile", handle: (*Server).reconcile},
-	{Method: "POST", Pattern: "/v1/runs/{id}/release", Perm: permRelease, Body: "release", handle: (*Server).release},
+	{Method: "GET", Pattern: "/v1/runs/{id}/tickets", Perm: permRead, scope: scopeRun, handle: (*Server).listTickets},
+	{Method: "GET", Pattern: "/v1/runs/{id}/fhr", Perm: permRead, scope: scopeRun, handle: (*Server).listFHR},
+	{Method: "GET", Pattern: "/v1/runs/{id}/scorecard", Perm: permRead, scope: scopeRun, handle: (*Server).listScorecards},
+	{Method: "GET", Pattern: "/v1/runs/{id}/why", Perm: permRead, scope: scopeRun, handle: (*Server).why},
+	{Method: "GET", Pattern: "/v1/runs/{id}/case", Perm: permRead, scope: scopeRun, handle: (*Server).runCase},
+	{Method: "POST", Pattern: "/v1/runs/{id}/inputs", Perm: permSubmit, scope: scopeRun, Body: "submit_input", handle: (*Server).submit},
+	{Method: "POST", Pattern: "/v1/runs/{id}/approve", Perm: permApprove, scope: scopeRun, Body: "approve", handle: (*Server).approve},
+	{Method: "POST", Pattern: "/v1/runs/{id}/deny", Perm: permApprove, scope: scopeRun, Body: "deny", handle: (*Server).deny},
+	{Method: "POST", Pattern: "/v1/runs/{id}/cancel", Perm: permCancel, scope: scopeRun, Body: "cancel", handle: (*Server).cancel},
+	{Method: "POST", Pattern: "/v1/runs/{id}/reconcile", Perm: permReconcile, scope: scopeRun, Body: "reconcile", handle: (*Server).reconcile},
+	{Method: "POST", Pattern: "/v1/runs/{id}/release", Perm: permRelease, scope: scopeRun, Body: "release", handle: (*Server).release},
 	// A person's steering of the deliberation (handlers_people.go).
-	{Method: "POST", Pattern: "/v1/runs/{id}/choose", Perm: permChoose, Body: "choose", handle: (*Server).choose},
-	{Method: "POST", Pattern: "/v1/runs/{id}/mrp", Perm: permSteer, Body: "mrp", handle: (*Server).steer},
+	{Method: "POST", Pattern: "/v1/runs/{id}/choose", Perm: permChoose, scope: scopeRun, Body: "choose", handle: (*Server).choose},
+	{Method: "POST", Pattern: "/v1/runs/{id}/mrp", Perm: permSteer, scope: scopeRun, Body: "mrp", handle: (*Server).steer},
 	// The MCP server's streamable HTTP transport: agents read and propose
-	// through it, never authorize (see package mcp).
-	{Method: "POST", Pattern: "/v1/mcp", Perm: permSubmit, streams: true, handle: (*Server).mcp},
-	{Method: "GET", Pattern: "/v1/mcp", Perm: permSubmit, streams: true, handle: (*Server).mcp},
-	{Method: "DELETE", Pattern: "/v1/mcp", Perm: permSubmit, streams: true, handle: (*Server).mcp},
+	// through it, never authorize (see package mcp); it holds a scoped
+	// agent to its workflows (mcp.Deps.WorkflowsFrom).
+	{Method: "POST", Pattern: "/v1/mcp", Perm: permSubmit, scope: scopeFiltered, streams: true, handle: (*Server).mcp},
+	{Method: "GET", Pattern: "/v1/mcp", Perm: permSubmit, scope: scopeFiltered, streams: true, handle: (*Server).mcp},
+	{Method: "DELETE", Pattern: "/v1/mcp", Perm: permSubmit, scope: scopeFiltered, streams: true, handle: (*Server).mcp},
 }
 
 // mcp hands an authenticated request to the MCP server, with the caller's
@@ -187,7 +188,11 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, _ Principa
 }
 
 func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, p Principal) error {
-	writeJSON(w, http.StatusOK, map[string]any{"actor": p.Actor, "roles": p.Roles})
+	out := map[string]any{"actor": p.Actor, "roles": p.Roles}
+	if p.scoped() {
+		out["workflows"] = p.Workflows
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -198,13 +203,15 @@ type WorkflowView struct {
 	Digest  string `json:"digest"`
 }
 
-func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request, _ Principal) error {
+func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request, p Principal) error {
 	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
 	out := []WorkflowView{}
 	for _, wf := range s.cfg.Catalog.Workflows() {
-		out = append(out, WorkflowView{ID: wf.ID(), Version: wf.Version(), Digest: wf.Digest()})
+		if p.sees(wf.ID()) {
+			out = append(out, WorkflowView{ID: wf.ID(), Version: wf.Version(), Digest: wf.Digest()})
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"workflows": out})
 	return nil
@@ -245,7 +252,7 @@ const (
 	maxRunScan     = 5000 // rows one filtered list request may read
 )
 
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ Principal) error {
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) error {
 	q := r.URL.Query()
 	if err := checkQuery(q, "state", "workflow", "after", "limit"); err != nil {
 		return err
@@ -267,7 +274,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ Principal) e
 	}
 	out := []RunView{}
 	next := ""
-	if state == "" && wf == "" {
+	if state == "" && wf == "" && !p.scoped() {
 		page, err := s.cfg.Store.Runs(r.Context(), after, int(limit)+1)
 		if err != nil {
 			return err
@@ -284,7 +291,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, _ Principal) e
 		// flrh's stores): a request reads at most maxRunScan rows and
 		// hands back a cursor.
 		runs, cursor, err := store.MatchingRuns(r.Context(), s.cfg.Store, after, int(limit), maxRunScan,
-			store.RunFilter{State: state, WorkflowID: wfID, WorkflowVersion: wfVersion})
+			store.RunFilter{State: state, WorkflowID: wfID, WorkflowVersion: wfVersion, WorkflowIDs: p.Workflows})
 		if err != nil {
 			return err
 		}
@@ -606,6 +613,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) e
 	var req StartRun
 	if err := s.decode(w, r, "start_run", &req); err != nil {
 		return err
+	}
+	if werr := s.seesWorkflow(p, req.Workflow, req.Version); werr != nil {
+		return werr
 	}
 	wf, werr := s.workflow(req.Workflow, req.Version)
 	if werr != nil {

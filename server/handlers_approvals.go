@@ -58,7 +58,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Princip
 	default:
 		return apiErr(http.StatusBadRequest, TypeMalformed, "?mine", "mine must be true or false")
 	}
-	runs, next, err := store.MatchingRuns(r.Context(), s.cfg.Store, after, int(limit), maxRunScan, store.RunFilter{State: "WAIT_APPROVAL"})
+	runs, next, err := store.MatchingRuns(r.Context(), s.cfg.Store, after, int(limit), maxRunScan, store.RunFilter{State: "WAIT_APPROVAL", WorkflowIDs: p.Workflows})
 	if err != nil {
 		return err
 	}

@@ -153,7 +153,7 @@ func newFixture(t testing.TB, tokens string, opts ...fixtureOption) *fixture {
 		}
 	}
 	scfg.Runner, scfg.Tokens = r, tk
-	scfg.MCP = mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: Static{wf}, AgentFrom: ActorFrom})
+	scfg.MCP = mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: Static{wf}, AgentFrom: ActorFrom, WorkflowsFrom: WorkflowsFrom})
 	srv, err := New(scfg)
 	if err != nil {
 		t.Fatal(err)

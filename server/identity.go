@@ -49,13 +49,17 @@ const (
 //	 "roles_claim": "/realm_access/roles",
 //	 "roles": {"payments-approvers": ["approver"], "sre": ["operator", "reconciler"]}}
 type IdentityConfig struct {
-	Issuer             string              `json:"issuer"`
-	Audience           string              `json:"audience"`
-	JWKSURI            string              `json:"jwks_uri,omitempty"`
-	JWKSFile           string              `json:"jwks_file,omitempty"`
-	ActorClaim         NameList            `json:"actor_claim,omitempty"`
-	RolesClaim         string              `json:"roles_claim,omitempty"`
-	Roles              map[string][]string `json:"roles,omitempty"`
+	Issuer     string              `json:"issuer"`
+	Audience   string              `json:"audience"`
+	JWKSURI    string              `json:"jwks_uri,omitempty"`
+	JWKSFile   string              `json:"jwks_file,omitempty"`
+	ActorClaim NameList            `json:"actor_claim,omitempty"`
+	RolesClaim string              `json:"roles_claim,omitempty"`
+	Roles      map[string][]string `json:"roles,omitempty"`
+	// Workflows, when set, scopes each caller to the workflows its roles
+	// claim's values map to ("*": every workflow); a caller whose values
+	// map to none sees none (Principal.Workflows).
+	Workflows          map[string][]string `json:"workflows,omitempty"`
 	Algorithms         []string            `json:"algorithms,omitempty"`
 	LeewaySeconds      *int                `json:"leeway_seconds,omitempty"`
 	MaxLifetimeSeconds int                 `json:"max_lifetime_seconds,omitempty"`
@@ -556,7 +560,25 @@ func (id *Identity) principal(t *idtoken.Token) (Principal, *Error) {
 		}
 	}
 	slices.Sort(roles)
-	return Principal{Actor: actor, Roles: slices.Compact(roles)}, nil
+	return Principal{Actor: actor, Roles: slices.Compact(roles), Workflows: id.scope(values)}, nil
+}
+
+// scope is the workflows a caller whose roles claim holds values sees:
+// nil (every one) without a workflows map, or when a value maps to "*".
+func (id *Identity) scope(values []string) []string {
+	if id.cfg.Workflows == nil {
+		return nil
+	}
+	out := []string{}
+	for _, v := range values {
+		for _, wf := range id.cfg.Workflows[v] {
+			if wf == "*" {
+				return nil
+			}
+			out = append(out, wf)
+		}
+	}
+	return sortedScope(out)
 }
 
 // quotedList names claims for an error: "sub", or "a" or "b".

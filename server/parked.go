@@ -64,7 +64,7 @@ type HookInfo struct {
 
 // listHooks answers GET /v1/hooks: the webhooks the server takes, in the
 // file's order.
-func (s *Server) listHooks(w http.ResponseWriter, r *http.Request, _ Principal) error {
+func (s *Server) listHooks(w http.ResponseWriter, r *http.Request, p Principal) error {
 	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
@@ -72,6 +72,9 @@ func (s *Server) listHooks(w http.ResponseWriter, r *http.Request, _ Principal) 
 	if hooks := s.webhooks.Load(); hooks != nil {
 		for _, name := range hooks.names {
 			h := hooks.byName[name]
+			if !p.sees(h.spec.Workflow) {
+				continue
+			}
 			out = append(out, HookInfo{Name: name, Scheme: h.spec.Scheme, Workflow: h.spec.Workflow, Version: h.spec.Version,
 				Events: h.spec.Events, Start: h.start, KeepRefused: h.keepRefused(), URL: h.spec.URL})
 		}

@@ -27,15 +27,20 @@ func (s *Server) scheduler() (*schedule.Scheduler, error) {
 	return sc, nil
 }
 
-func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, _ Principal) error {
+func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p Principal) error {
 	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
 	list := []schedule.Info{}
 	if sc := s.schedules.Load(); sc != nil {
-		var err error
-		if list, err = sc.List(r.Context()); err != nil {
+		all, err := sc.List(r.Context())
+		if err != nil {
 			return err
+		}
+		for _, in := range all {
+			if p.sees(in.Workflow) {
+				list = append(list, in)
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"schedules": list})

@@ -229,6 +229,7 @@ type route struct {
 	Perm    permission // what the caller must hold
 	Body    string     // the request body's schema name, "" for none, foreignBody for the sender's own
 	streams bool       // a long-lived answer: no request timeout
+	scope   scopeKind  // how a principal scoped to some workflows is held to them (scope.go)
 	handle  handlerFunc
 }
 
@@ -281,6 +282,14 @@ func ActorFrom(r *http.Request) string {
 	return p.Actor
 }
 
+// WorkflowsFrom returns the workflows the authenticated principal of a
+// request the server passed on is scoped to (Principal.Workflows), nil
+// for every workflow.
+func WorkflowsFrom(r *http.Request) []string {
+	p, _ := r.Context().Value(principalKey).(Principal)
+	return p.Workflows
+}
+
 // wrap turns a route into an http.Handler: request id, authentication,
 // authorization, panic recovery, one log line and metrics.
 func (s *Server) wrap(rt route) http.Handler {
@@ -320,6 +329,10 @@ func (s *Server) wrap(rt route) http.Handler {
 				who = p
 				if !p.may(rt.Perm) {
 					failure = apiErr(http.StatusForbidden, TypeForbidden, "", "actor %s (roles %s) may not %s", p.Actor, strings.Join(p.Roles, ","), rt.Perm)
+					return
+				}
+				if aerr := s.checkScope(r, rt.scope, p); aerr != nil {
+					failure = aerr
 					return
 				}
 				if rt.streams && s.authenticates() {
@@ -377,6 +390,12 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// notLoaded is the answer for a workflow the server does not load, or a
+// scoped caller may not see.
+func notLoaded(id, version string) *Error {
+	return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/workflow", "no workflow %q is loaded", strings.TrimSuffix(id+"@"+version, "@"))
+}
+
 // workflow finds a loaded workflow by id and version ("" when exactly one
 // version of the id is loaded).
 func (s *Server) workflow(id, version string) (runner.Workflow, *Error) {
@@ -388,7 +407,7 @@ func (s *Server) workflow(id, version string) (runner.Workflow, *Error) {
 	}
 	switch {
 	case len(found) == 0:
-		return nil, apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/workflow", "no workflow %q is loaded", strings.TrimSuffix(id+"@"+version, "@"))
+		return nil, notLoaded(id, version)
 	case len(found) > 1:
 		versions := []string{}
 		for _, wf := range found {

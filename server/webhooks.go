@@ -335,7 +335,7 @@ func (s *Server) hook(name string) (*inboundHook, error) {
 			return h, nil
 		}
 	}
-	return nil, apiErr(http.StatusNotFound, TypeNotFound, "", "no webhook %s", name)
+	return nil, noHook(name)
 }
 
 // taken is what became of a verified delivery.

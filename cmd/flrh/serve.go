@@ -417,7 +417,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 				return usagef("--schedules %s: %v", *schedulesFile, err)
 			}
 		}
-		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom})
+		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom, WorkflowsFrom: server.WorkflowsFrom})
 		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Identity: identity, Logger: log, Notifier: notifier, MCP: agents,
 			Tracer: tracing.Provider, Metrics: metricsReg, Webhooks: webhooks, FollowUps: followUps, Schedules: scheduler})
 		if err != nil {

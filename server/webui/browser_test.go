@@ -38,9 +38,11 @@ import (
 const (
 	tokLead   = "tok-finance-lead-8f3a1c9e5b7d"
 	tokViewer = "tok-viewer-2b6e0d4f8a1c"
+	tokOps    = "tok-ops-team-9d2c4e6a0b1f"
 	tokens    = `{"tokens":[
  {"actor":"finance-lead","roles":["approver","operator","reconciler"],"token":"` + tokLead + `"},
- {"actor":"vera","roles":["viewer"],"token":"` + tokViewer + `"}
+ {"actor":"vera","roles":["viewer"],"token":"` + tokViewer + `"},
+ {"actor":"otto","roles":["viewer","approver"],"token":"` + tokOps + `","workflows":["ops-agent"]}
 ]}`
 )
 
@@ -1024,6 +1026,21 @@ func TestBrowser(t *testing.T) {
 		}
 		w.checkA11y("inbox as a viewer")
 		w.shot("12-inbox-viewer")
+
+		// A token scoped to the operations workflow: the header says so;
+		// the inbox shows none of the refunds waiting, the runs list the
+		// operations runs alone.
+		w.run("scoped", chromedp.Click(chromedp.CSS("#token-clear")), waitText("#whoami", "token needed"),
+			chromedp.SendKeys(chromedp.CSS("#token-input"), tokOps), chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
+			waitText("#whoami", "otto (approver, viewer) · ops-agent"),
+			chromedp.Navigate(w.ts.URL+"/ui/#/inbox"), waitText("#inbox-info", "Nothing is waiting for approval."),
+			chromedp.Navigate(w.ts.URL+"/ui/#/runs"), waitText("#runs", "ops-agent@1"))
+		if n := value(w, "approvals shown", chromedp.Evaluate[int](`document.querySelectorAll('article.approval').length`)); n != 0 {
+			t.Fatalf("a token scoped to another workflow is shown %d approvals", n)
+		}
+		if shown := value(w, "workflows listed", chromedp.Evaluate[[]string](`[...new Set([...document.querySelectorAll('#runs tbody tr')].map(r=>r.cells[1].textContent))]`)); !slices.Equal(shown, []string{"ops-agent@1"}) {
+			t.Fatalf("the runs a token scoped to ops-agent is shown: %v", shown)
+		}
 	})
 
 	w.t = t

@@ -69,7 +69,8 @@ async function whoami() {
   try {
     const me = await get('/v1/whoami');
     if (mine !== asked) return;
-    out.textContent = `${me.actor} (${(me.roles || []).join(', ')})`;
+    // A caller scoped to some workflows sees their runs alone: say which.
+    out.textContent = `${me.actor} (${(me.roles || []).join(', ')})` + (me.workflows ? ` · ${me.workflows.length ? me.workflows.join(', ') : 'no workflow'}` : '');
     document.body.dataset.roles = (me.roles || []).join(' ');
   } catch (e) {
     if (mine !== asked) return;

@@ -35,6 +35,7 @@ type tokenEntry struct {
 	Token       string   `json:"token,omitempty"`
 	TokenSHA256 string   `json:"token_sha256,omitempty"`
 	ExpiresAt   string   `json:"expires_at,omitempty"`
+	Workflows   []string `json:"workflows,omitempty"`
 }
 
 // expired reports whether the entry's token is refused at now.
@@ -124,6 +125,8 @@ type tokenView struct {
 	// has come.
 	ExpiresAt string `json:"expires_at,omitempty"`
 	Expired   bool   `json:"expired,omitempty"`
+	// Workflows are the only workflows the token sees, when it is scoped.
+	Workflows []string `json:"workflows,omitempty"`
 }
 
 type tokenViews []tokenView
@@ -132,7 +135,7 @@ func viewsOf(entries []tokenEntry, now time.Time) tokenViews {
 	out := make(tokenViews, len(entries))
 	for i, e := range entries {
 		out[i] = tokenView{Actor: e.Actor, Roles: e.Roles, Digest: e.digest(), InClear: e.Token != "",
-			ExpiresAt: e.ExpiresAt, Expired: e.expired(now)}
+			ExpiresAt: e.ExpiresAt, Expired: e.expired(now), Workflows: e.Workflows}
 	}
 	return out
 }
@@ -145,6 +148,9 @@ func (vs tokenViews) print(w io.Writer) {
 			note += "  expired " + v.ExpiresAt
 		case v.ExpiresAt != "":
 			note += "  expires " + v.ExpiresAt
+		}
+		if v.Workflows != nil {
+			note += "  workflows " + strings.Join(v.Workflows, ",")
 		}
 		if v.InClear {
 			note += "  (in clear: flrh tokens hash keeps its digest only)"
@@ -162,6 +168,7 @@ type addedToken struct {
 	Token     string   `json:"token"`
 	Digest    string   `json:"token_sha256"`
 	ExpiresAt string   `json:"expires_at,omitempty"`
+	Workflows []string `json:"workflows,omitempty"`
 }
 
 func (a addedToken) print(w io.Writer) {
@@ -169,6 +176,9 @@ func (a addedToken) print(w io.Writer) {
 	fmt.Fprintf(w, "shown once: %s keeps its SHA-256 (sha256:%s…) only\n", a.File, a.Digest[:12])
 	if a.ExpiresAt != "" {
 		fmt.Fprintf(w, "refused from %s on\n", a.ExpiresAt)
+	}
+	if a.Workflows != nil {
+		fmt.Fprintf(w, "it sees the runs of %s alone\n", strings.Join(a.Workflows, ", "))
 	}
 	fmt.Fprintf(w, "a running flrh serve --tokens %s takes it on SIGHUP\n", a.File)
 }
@@ -206,6 +216,7 @@ streams it opened end.`}
 	actor := add.Flags().String("actor", "", "who the token authenticates: the name runs record (one name a person)")
 	roles := add.Flags().StringSlice("role", nil, "a role the token grants (repeat, or comma-separate): viewer, agent, operator, approver, reconciler")
 	expires := add.Flags().String("expires", "", "refuse the token once this long has passed: a duration (90m, 12h) or days (30d); default: never")
+	workflows := add.Flags().StringSlice("workflow", nil, "a workflow whose runs the token sees and acts on, it alone with the others named (repeat, or comma-separate); default: every workflow")
 	addJSON := add.Flags().Bool("json", false, "print JSON")
 	add.RunE = func(cmd *cobra.Command, args []string) error {
 		if *actor == "" || len(*roles) == 0 {
@@ -220,6 +231,9 @@ streams it opened end.`}
 			return err
 		}
 		e := tokenEntry{Actor: *actor, Roles: slices.Compact(slices.Sorted(slices.Values(*roles))), TokenSHA256: tokenEntry{Token: tok}.digest()}
+		if len(*workflows) > 0 {
+			e.Workflows = slices.Compact(slices.Sorted(slices.Values(*workflows)))
+		}
 		if *expires != "" {
 			d, err := parseLifetime(*expires)
 			if err != nil {
@@ -230,7 +244,7 @@ streams it opened end.`}
 		if err := writeTokenFile(args[0], append(entries, e)); err != nil {
 			return err
 		}
-		return finishReport(cmd.OutOrStdout(), *addJSON, addedToken{File: args[0], Actor: e.Actor, Roles: e.Roles, Token: tok, Digest: e.TokenSHA256, ExpiresAt: e.ExpiresAt}, nil, false)
+		return finishReport(cmd.OutOrStdout(), *addJSON, addedToken{File: args[0], Actor: e.Actor, Roles: e.Roles, Token: tok, Digest: e.TokenSHA256, ExpiresAt: e.ExpiresAt, Workflows: e.Workflows}, nil, false)
 	}
 	list := &cobra.Command{Use: "list FILE", Short: "List who FILE's tokens authenticate, and their digests (never a token)", Args: cobra.ExactArgs(1)}
 	listJSON := list.Flags().Bool("json", false, "print JSON")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -181,6 +182,7 @@ func TestTokensRefusals(t *testing.T) {
 		{[]string{"add", file, "--actor", "a b", "--role", "viewer"}, "/tokens/1/actor"},
 		{[]string{"add", file, "--actor", "bob", "--role", "root"}, "/tokens/1/roles/0"},
 		{[]string{"add", file, "--actor", "bob"}, "--actor and at least one --role"},
+		{[]string{"add", file, "--actor", "bob", "--role", "agent", "--workflow", "not an id"}, "/tokens/1/workflows/0"},
 		{[]string{"revoke", file, "--actor", "alice"}, "no token, which flrh serve refuses"},
 		{[]string{"revoke", file, "--actor", "nobody"}, "no token of actor nobody"},
 		{[]string{"revoke", file, "--digest", d}, "at least 8 hex digits"},
@@ -206,6 +208,17 @@ func TestTokensRefusals(t *testing.T) {
 	}
 	if now, _ := readTokenFile(file, false); len(now) != 1 || now[0].Actor != "alice" {
 		t.Fatalf("after revoking bob: %+v", now)
+	}
+	// A token for one team's workflows: written, and listed, with them.
+	if out, err := flrh(bin, nil, "tokens", "add", file, "--actor", "support-bot", "--role", "agent", "--workflow", "refund-agent,refund-agent"); err != nil ||
+		!strings.Contains(out, "it sees the runs of refund-agent alone") {
+		t.Fatalf("add a scoped token: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "tokens", "list", file); err != nil || !strings.Contains(out, "workflows refund-agent") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	if now, _ := readTokenFile(file, false); len(now) != 2 || fmt.Sprint(now[1].Workflows) != "[refund-agent]" {
+		t.Fatalf("the scoped token as written: %+v", now)
 	}
 }
 

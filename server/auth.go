@@ -350,11 +350,12 @@ func (s *Server) swappedChan() <-chan struct{} {
 }
 
 // watchRevocation cancels a streaming request once its token no longer
-// grants perm, until the request ends (ctx): with ErrTokenRevoked when the
-// tokens put in place lack it, ErrTokenExpired when its expires_at comes.
+// grants the route's permission or holds its scope (a run's workflow
+// taken out of it), until the request ends (ctx): with ErrTokenRevoked
+// when the tokens put in place lack it, ErrTokenExpired when its expires_at comes.
 // The channel to wait on next is taken before the tokens are checked, so
 // a swap after the check is not missed.
-func (s *Server) watchRevocation(ctx context.Context, cancel context.CancelCauseFunc, r *http.Request, perm permission) {
+func (s *Server) watchRevocation(ctx context.Context, cancel context.CancelCauseFunc, r *http.Request, rt route) {
 	for {
 		swapped := s.swappedChan()
 		now := time.Now()
@@ -363,7 +364,9 @@ func (s *Server) watchRevocation(ctx context.Context, cancel context.CancelCause
 		case err != nil && g.expired(now):
 			cancel(ErrTokenExpired)
 			return
-		case err != nil || !g.p.may(perm):
+		case err != nil || !g.p.may(rt.Perm) || s.checkScope(r, rt.scope, g.p) != nil:
+			// Revoked, or no longer allowed this: a role taken away, or the
+			// run's workflow taken out of the token's scope.
 			cancel(ErrTokenRevoked)
 			return
 		}

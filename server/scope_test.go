@@ -277,3 +277,34 @@ func TestTokenFileScopes(t *testing.T) {
 		}
 	}
 }
+
+// A stream opened by a token whose scope a reload narrows past the run's
+// workflow ends as a revoked one does; one whose scope still holds the
+// run stays open.
+func TestScopeNarrowedEndsStreams(t *testing.T) {
+	f := newFixture(t, scopedTokens)
+	if a := f.post("/v1/runs", tokRefunds, startBody("held", largeRefund)); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	f.waitFor("held", tokRefunds, "an approval wait", waiting)
+	narrowed := f.openStream("held", tokRefunds)
+	kept := f.openStream("held", tokOperator)
+	next, err := ParseTokens([]byte(strings.Replace(scopedTokens, `"workflows":["refund-agent"]`, `"workflows":["ops-agent"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.server.SetTokens(next); err != nil {
+		t.Fatal(err)
+	}
+	if last := f.streamEnd(narrowed, 30*time.Second, "the stream of a token narrowed"); last.event != "revoked" {
+		t.Fatalf("the narrowed token's stream ended with %+v", last)
+	}
+	if a := f.get("/v1/runs/held", tokRefunds); a.status != 404 {
+		t.Fatalf("the narrowed token reads the run: %d", a.status)
+	}
+	select {
+	case msgs := <-kept:
+		t.Fatalf("an unscoped token's stream ended: %+v", msgs)
+	case <-time.After(300 * time.Millisecond):
+	}
+}

@@ -339,7 +339,7 @@ func (s *Server) wrap(rt route) http.Handler {
 					ctx, cancel := context.WithCancelCause(r.Context())
 					defer cancel(nil)
 					r = r.WithContext(ctx)
-					go s.watchRevocation(ctx, cancel, r, rt.Perm)
+					go s.watchRevocation(ctx, cancel, r, rt)
 				}
 			}
 			if err := rt.handle(s, sw, r, who); err != nil {

@@ -29,7 +29,7 @@ func TestDiskFullMidRun(t *testing.T) {
 		refunds = append(refunds, map[string]any{"id": fmt.Sprintf("d%d", i), "amount": 10 + i, "payee": "bob", "reason": "r"})
 	}
 	input, _ := json.Marshal(map[string]any{"refunds": refunds})
-	for _, size := range []int64{448 << 10, 640 << 10, 896 << 10} {
+	for _, size := range []int64{512 << 10, 640 << 10, 896 << 10} {
 		t.Run(fmt.Sprintf("%dKiB", size>>10), func(t *testing.T) {
 			dir := smallfs.Mount(t, size, 0, 0)
 			base := startSandbox(t, bin, filepath.Join(t.TempDir(), "sandbox.json"))

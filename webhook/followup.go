@@ -35,6 +35,10 @@ const DiscordAPI = "https://discord.com/api/v10"
 // GovSlack's.
 var slackHooks = []string{"hooks.slack.com", "hooks.slack-gov.com"}
 
+// slackPaths are where Slack's response_urls are: a command's, a
+// button's, and a shortcut's or a modal's.
+var slackPaths = []string{"/commands/", "/actions/", "/app/"}
+
 // slackFollowUp is the follow-up of a Slack command's or interaction's
 // response_url, or none when it is missing or is not an https URL of
 // Slack's hooks: an address the body names is posted to later, and a
@@ -43,7 +47,7 @@ func slackFollowUp(responseURL any) FollowUp {
 	s, _ := responseURL.(string)
 	u, err := url.Parse(s)
 	if err != nil || len(s) > maxFollowUpURL || u.Scheme != "https" || u.User != nil || u.Fragment != "" || u.RawQuery != "" || u.ForceQuery ||
-		!slices.Contains(slackHooks, u.Host) || !(strings.HasPrefix(u.Path, "/commands/") || strings.HasPrefix(u.Path, "/actions/")) ||
+		!slices.Contains(slackHooks, u.Host) || !slices.ContainsFunc(slackPaths, func(p string) bool { return strings.HasPrefix(u.Path, p) }) ||
 		u.RawPath != "" || path.Clean(u.Path) != u.Path || strings.Trim(u.Path, urlSafe+"/") != "" {
 		return FollowUp{}
 	}

@@ -63,7 +63,14 @@ func slackBody(h Header, body []byte, d Delivery) (Delivery, error) {
 		if !validID(id) || d.Event == "" {
 			return Delivery{}, refuse(ReasonMalformed, "", "a Slack interaction has a string \"trigger_id\" and \"type\"")
 		}
-		d.ID, d.Body, d.FollowUp = id, doc, slackFollowUp(obj["response_url"])
+		responseURL := obj["response_url"]
+		if urls, _ := obj["response_urls"].([]any); responseURL == nil && len(urls) > 0 {
+			// A modal submitted, whose app asked for a channel to answer
+			// in: the first channel the person chose.
+			first, _ := urls[0].(map[string]any)
+			responseURL = first["response_url"]
+		}
+		d.ID, d.Body, d.FollowUp = id, doc, slackFollowUp(responseURL)
 		return d, nil
 	}
 	id, _ := fields["trigger_id"].(string)

@@ -85,7 +85,17 @@ func (s *Server) mcp(w http.ResponseWriter, r *http.Request, p Principal) error 
 	if s.cfg.MCP == nil {
 		return apiErr(http.StatusNotFound, TypeNotFound, "", "this server has no MCP endpoint")
 	}
+	id := r.Header.Get(mcpSessionHeader)
+	if id != "" && !s.mcpSessions.holds(id, p, time.Now()) {
+		return apiErr(http.StatusNotFound, TypeNotFound, "", "MCP session %s was opened under another name or scope than this token's now: open a new session", id)
+	}
 	s.cfg.MCP.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey, p)))
+	switch opened := w.Header().Get(mcpSessionHeader); {
+	case r.Method == http.MethodDelete && id != "":
+		s.mcpSessions.forget(id)
+	case id == "" && opened != "":
+		s.mcpSessions.open(opened, p, time.Now())
+	}
 	return nil
 }
 

@@ -308,3 +308,49 @@ func TestScopeNarrowedEndsStreams(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// An MCP session is bound to the principal that opened it: once a reload
+// narrows its token's scope, the session is refused (as an MCP session
+// the server does not know, which its client opens anew), and a new one
+// holds the agent to the scope the token has now.
+func TestMCPSessionBoundToItsPrincipal(t *testing.T) {
+	f := newFixture(t, scopedTokens)
+	if a := f.post("/v1/runs", tokRefunds, startBody("held", largeRefund)); a.status != 201 {
+		t.Fatalf("start: %d %s", a.status, a.body)
+	}
+	ctx := context.Background()
+	connect := func() *sdk.ClientSession {
+		tr := &sdk.StreamableClientTransport{Endpoint: f.ts.URL + "/v1/mcp", DisableStandaloneSSE: true, MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: bearer{tokRefunds, http.DefaultTransport}}}
+		cs, err := sdk.NewClient(&sdk.Implementation{Name: "support-bot", Version: "1"}, nil).Connect(ctx, tr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	runs := func(cs *sdk.ClientSession) (string, error) {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "list_runs", Arguments: map[string]any{}})
+		if err != nil {
+			return "", err
+		}
+		return mustJSON(res.StructuredContent), nil
+	}
+	old := connect()
+	if got, err := runs(old); err != nil || !strings.Contains(got, `"run_id":"held"`) {
+		t.Fatalf("before the reload: %s, %v", got, err)
+	}
+	next, err := ParseTokens([]byte(strings.Replace(scopedTokens, `"workflows":["refund-agent"]`, `"workflows":["ops-agent"]`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.server.SetTokens(next); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := runs(old); err == nil {
+		t.Fatalf("the session opened under the wider scope still lists: %s", got)
+	}
+	if got, err := runs(connect()); err != nil || got != `{"runs":[]}` {
+		t.Fatalf("a new session: %s, %v", got, err)
+	}
+}

@@ -119,6 +119,9 @@ type Server struct {
 	swapped   chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+	// mcpSessions binds each MCP session to the principal that opened it
+	// (mcpsessions.go).
+	mcpSessions mcpSessions
 }
 
 // New checks cfg and builds the server's routes.

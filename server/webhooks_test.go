@@ -267,6 +267,7 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		{"v1 under a secret the server does not hold", "signed", webhook.Sign(webhook.Standard, []byte("0123456789abcdef"), webhook.Delivery{ID: "ed-2", Timestamp: now.Unix()}, signed), signed, 401, `…offers no v1a signature…`},
 		{"discord's PING", "bot", discord(app, `{"type":1}`), []byte(`{"type":1}`), 200, `{"type":1}`},
 		{"a PING under another key", "bot", discord(signer, `{"type":1}`), []byte(`{"type":1}`), 401, `…public keys…`},
+		{"an autocompletion, answered with no choices", "bot", discord(app, `{"type":4,"id":"113","data":{"name":"refund"}}`), []byte(`{"type":4,"id":"113","data":{"name":"refund"}}`), 200, `{"data":{"choices":[]},"type":8}`},
 		{"a discord command starts a run", "bot", discord(app, refundCommand), []byte(refundCommand), 200, `{"data":{"content":"Started run bot-111.","flags":64},"type":4}`},
 		{"a command without its amount is refused, said to its sender", "bot", discord(app, emptyCommand), []byte(emptyCommand), 200, `…"content":"Refused: the input: /refunds/0/amount: the body has nothing at {/data/options/0/value}"…`},
 		{"an SMS starts a run, answered with empty TwiML", "sms", twilio("twilio-auth-token-0123456789", sms), []byte(sms), 200, twiml},
@@ -283,6 +284,15 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 	steps[7].h, steps[7].body = linear("lin-1", "create", now)
 	steps[8].h, steps[8].body = linear("lin-2", "update", now)
 	steps[9].h, steps[9].body = linear("lin-3", "create", now.Add(-6*time.Minute))
+	steps = append(steps, struct {
+		name   string
+		hook   string
+		h      webhook.Header
+		body   []byte
+		status int
+		answer string
+	}{"slack checking its certificate", "chat", nil, nil, 200, `{}`})
+	steps[len(steps)-1].h, steps[len(steps)-1].body = slack("ssl_check=1&token=x", form, slackSecret)
 	for _, s := range steps {
 		a := f.deliver(s.hook, s.h, s.body)
 		got := strings.TrimSpace(string(a.body))
@@ -308,13 +318,13 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		t.Fatalf("the command's run's input: %+v, %v", in, err)
 	}
 	f.metricsHolding(
-		`flrh_webhook_deliveries_total{outcome="handshake",webhook="chat"} 1`,
+		`flrh_webhook_deliveries_total{outcome="handshake",webhook="chat"} 2`,
 		`flrh_webhook_deliveries_total{outcome="started",webhook="chat"} 1`,
 		`flrh_webhook_deliveries_total{outcome="again",webhook="chat"} 1`,
 		`flrh_webhook_deliveries_total{outcome="ignored",webhook="chat"} 1`,
 		`flrh_webhook_deliveries_total{outcome="refused",webhook="chat"} 1`,
 		`flrh_webhook_deliveries_total{outcome="refused",webhook="issues"} 2`,
-		`flrh_webhook_deliveries_total{outcome="handshake",webhook="bot"} 1`,
+		`flrh_webhook_deliveries_total{outcome="handshake",webhook="bot"} 2`,
 		`flrh_webhook_deliveries_total{outcome="failed",webhook="bot"} 1`,
 		`flrh_webhook_parked_total{webhook="bot"} 1`,
 		`flrh_webhook_deliveries_total{outcome="started",webhook="sms"} 1`,

@@ -19,8 +19,8 @@ import (
 //     submission (type 5), its event the component's custom_id.
 //
 // Each is named by its id; a person waits on the answer to all but the
-// PING. Autocompletion (type 4) asks for choices flrh does not make, and
-// is refused.
+// PING. Autocompletion (type 4) asks for choices flrh does not make: it is
+// answered with none, and starts nothing.
 
 const (
 	discordPing         = 1
@@ -28,6 +28,9 @@ const (
 	discordComponent    = 3
 	discordAutocomplete = 4
 	discordModal        = 5
+
+	// discordAutocompleteResult answers an autocompletion with choices.
+	discordAutocompleteResult = 8
 )
 
 // discord checks a Discord interaction's signature: the hex Ed25519
@@ -77,7 +80,11 @@ func discordBody(body []byte, d Delivery) (Delivery, error) {
 	case discordComponent, discordModal:
 		d.Event, _ = data["custom_id"].(string)
 	case discordAutocomplete:
-		return Delivery{}, refuse(ReasonMalformed, "", "an autocompletion asks for choices, which flrh does not make")
+		// Choices for an option being typed: flrh makes none, and says so
+		// as Discord wants (an empty list), rather than fail the person's
+		// typing with an error.
+		d.Handshake = map[string]any{"type": discordAutocompleteResult, "data": map[string]any{"choices": []any{}}}
+		return d, nil
 	default:
 		return Delivery{}, refuse(ReasonMalformed, "", "an interaction of type %d is not one flrh takes", typ)
 	}

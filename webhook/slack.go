@@ -19,6 +19,8 @@ import (
 //     trigger_id names it and its type is the event.
 //
 // A person waits on the answer to the last two, which Slack shows them.
+// Slack also posts a form with ssl_check=1 now and then, checking the
+// endpoint's certificate for a slash command: a handshake, answered 200.
 
 // slackBody reads a verified Slack request's body into d.
 func slackBody(h Header, body []byte, d Delivery) (Delivery, error) {
@@ -50,6 +52,12 @@ func slackBody(h Header, body []byte, d Delivery) (Delivery, error) {
 	fields, err := readForm(body)
 	if err != nil {
 		return Delivery{}, err
+	}
+	if fields["ssl_check"] == "1" {
+		// Slack checking the endpoint's certificate for a slash command:
+		// answered 200, and no command.
+		d.Body, d.Handshake = fields, map[string]any{}
+		return d, nil
 	}
 	d.Interactive = true
 	if payload, ok := fields["payload"].(string); ok && len(fields) == 1 {

@@ -303,6 +303,7 @@ func TestVerifySlack(t *testing.T) {
 		{"an interaction", form, interaction, "t.2", "block_actions", "", true, ""},
 		{"a handshake without its challenge", "application/json", `{"type":"url_verification"}`, "", "", "", false, "challenge"},
 		{"an app_rate_limited notice", "application/json", `{"type":"app_rate_limited","minute_rate_limited":1518467820}`, "", "", "", false, "event_callback"},
+		{"slack checking the certificate", form, "ssl_check=1&token=x", "", "", "ssl_check", false, ""},
 		{"a command named twice", form, "command=%2Fa&command=%2Fb&trigger_id=t", "", "", "", false, `"command" 2 times`},
 		{"a form that does not parse", form, "command=%zz&trigger_id=t", "", "", "", false, "not a form"},
 		{"a form field not UTF-8", form, "command=%2Fa&text=%ff&trigger_id=t", "", "", "", false, "not UTF-8"},
@@ -325,7 +326,11 @@ func TestVerifySlack(t *testing.T) {
 				return
 			}
 			var handshake any
-			if c.challenge != "" {
+			switch c.challenge {
+			case "":
+			case "ssl_check":
+				handshake = map[string]any{}
+			default:
 				handshake = map[string]any{"challenge": c.challenge}
 			}
 			if err != nil || d.ID != c.id || d.Event != c.event || !reflect.DeepEqual(d.Handshake, handshake) || d.Interactive != c.interactive || d.Body == nil || d.Timestamp != now.Unix() {
@@ -447,7 +452,7 @@ func TestVerifyDiscord(t *testing.T) {
 		{"a command", at(command, now.Unix(), app), command, "1234567890", "refund", nil, "", ""},
 		{"a button", at(`{"type":3,"id":"99","data":{"custom_id":"approve:r-1"}}`, now.Unix(), app), `{"type":3,"id":"99","data":{"custom_id":"approve:r-1"}}`, "99", "approve:r-1", nil, "", ""},
 		{"a modal", at(`{"type":5,"id":"98","data":{"custom_id":"refund-form"}}`, now.Unix(), app), `{"type":5,"id":"98","data":{"custom_id":"refund-form"}}`, "98", "refund-form", nil, "", ""},
-		{"an autocompletion", at(`{"type":4,"id":"97","data":{"name":"refund"}}`, now.Unix(), app), `{"type":4,"id":"97","data":{"name":"refund"}}`, "", "", nil, webhook.ReasonMalformed, "autocompletion"},
+		{"an autocompletion, answered with no choices", at(`{"type":4,"id":"97","data":{"name":"refund"}}`, now.Unix(), app), `{"type":4,"id":"97","data":{"name":"refund"}}`, "", "", map[string]any{"type": 8, "data": map[string]any{"choices": []any{}}}, "", ""},
 		{"a type flrh does not know", at(`{"type":9,"id":"96"}`, now.Unix(), app), `{"type":9,"id":"96"}`, "", "", nil, webhook.ReasonMalformed, "type 9"},
 		{"a command without its name", at(`{"type":2,"id":"95","data":{}}`, now.Unix(), app), `{"type":2,"id":"95","data":{}}`, "", "", nil, webhook.ReasonMalformed, `"name"`},
 		{"a type that is a string", at(`{"type":"2","id":"94"}`, now.Unix(), app), `{"type":"2","id":"94"}`, "", "", nil, webhook.ReasonMalformed, "integer"},

@@ -448,6 +448,28 @@ func waitText(sel, want string) chromedp.Action[chromedp.Void] {
 // press clicks a button the page may be redrawing as the run moves (the
 // acts section is rebuilt when what it shows changes): a click that meets
 // a node just replaced is tried again on the new one.
+// typeInto types text into the field sel selects, again while the page
+// redrew the field under the keys (a list refreshed): until the field on
+// the page holds exactly text.
+func typeInto(sel, text string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		for range 5 {
+			if _, err := chromedp.Evaluate[bool](fmt.Sprintf(`(()=>{const e=document.querySelector(%q);if(e)e.value='';return !!e})()`, sel))(ctx, t); err != nil {
+				return err
+			}
+			if _, err := chromedp.SendKeys(chromedp.CSS(sel), text)(ctx, t); err != nil {
+				return err
+			}
+			got, err := chromedp.Evaluate[string](fmt.Sprintf(`(()=>{const e=document.querySelector(%q);return e?e.value:''})()`, sel))(ctx, t)
+			if err != nil || got == text || ctx.Err() != nil {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return fmt.Errorf("%s never held %q", sel, text)
+	})
+}
+
 func press(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		var err error

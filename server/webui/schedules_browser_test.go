@@ -50,7 +50,7 @@ func TestBrowserSchedules(t *testing.T) {
 		t.Fatalf("no nightly run in the store: %v, %v", runs, err)
 	}
 
-	w.run("pause", chromedp.SendKeys(chromedp.CSS(row+` input`), "the ledger is being migrated"), press(row+` button[data-act="pause"]`),
+	w.run("pause", typeInto(row+` input`, "the ledger is being migrated"), press(row+` button[data-act="pause"]`),
 		waitText("#status", "Paused nightly on every server."),
 		waitText(row+" td.paused", "Paused by finance-lead since "), waitText(row+" td.paused", ": the ledger is being migrated"))
 	list, err := pauses.PausedSchedules(context.Background())

@@ -28,8 +28,10 @@ export async function schedulesPage(el, signal) {
   };
   await load();
   const timer = setInterval(() => {
-    // Not while a reason is being typed: the row would be redrawn under it.
-    if (!document.hidden && !body.contains(document.activeElement)) load().catch(() => {});
+    // Not while a reason is being typed, or one typed waits for its
+    // button: the row would be redrawn under it, and the reason lost.
+    const typed = [...body.querySelectorAll('input')].some((i) => i.value !== '');
+    if (!document.hidden && !typed && !body.contains(document.activeElement)) load().catch(() => {});
   }, 3000);
   signal.addEventListener('abort', () => clearInterval(timer));
 }

@@ -35,13 +35,17 @@ func (r *Route) label() string {
 	return r.Name
 }
 
-// followUpRoom is how many follow-ups one notice may go to besides the
-// routes.
+// followUpRoom is how many follow-ups a claim's hold allows each notice
+// besides the routes: one, the person who started the run. A hold long
+// enough for every follow-up a run may keep (four) would keep the
+// notices of a deliverer that died for minutes more, of the quarter hour
+// Discord's address lives; a pass that does send to more may outlast its
+// hold, and a follow-up may then be sent twice.
 func (n *Notifier) followUpRoom() int {
 	if n.cfg.FollowUps == nil {
 		return 0
 	}
-	return store.MaxFollowUps
+	return 1
 }
 
 // withFollowUps returns routes and a route for each follow-up of the

@@ -83,15 +83,18 @@ func (c *chatHosts) connect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		body, _ := io.ReadAll(req.Body)
-		status := http.StatusOK
+		status, header := http.StatusOK, http.Header{}
 		if c.refuse.Load() {
+			// Asked again in 3 s, not 1: the test kills the process
+			// between a failure written and the next attempt.
 			status = http.StatusServiceUnavailable
+			header.Set("Retry-After", "3")
 		}
 		c.mu.Lock()
 		where := req.Host + req.URL.Path
 		c.got[where] = append(c.got[where], string(body))
 		c.mu.Unlock()
-		resp := &http.Response{StatusCode: status, ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), ContentLength: 2}
+		resp := &http.Response{StatusCode: status, ProtoMajor: 1, ProtoMinor: 1, Header: header, Body: io.NopCloser(strings.NewReader("ok")), ContentLength: 2}
 		if resp.Write(tc) != nil {
 			return
 		}
@@ -195,6 +198,18 @@ func TestFollowUpsOverTheCLI(t *testing.T) {
 	command(p, "big", "t2")
 	awaitState(t, p.base, "big-t2", "WAIT_APPROVAL")
 	chat.await(t, "hooks.slack.com/commands/T1/t2/abc", "waits for an approval")
+	// Killed once the failure is written (the notice to be tried again),
+	// not while the deliverer holds it: a notice held by a deliverer that
+	// died waits for its hold to pass, minutes.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, _ := flrhCode(t, bin, env, "store", "check", "--store", storeFlag, "--json")
+		if strings.Contains(out, "503 Service Unavailable") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the failed follow-up never written:\n%s", out)
+		}
+	}
 	p.cmd.Process.Kill()
 	<-p.exited
 	chat.refuse.Store(false)

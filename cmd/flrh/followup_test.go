@@ -2,15 +2,8 @@ package main
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"flrh.dev/flrh/internal/testpki"
 )
 
 // chatHosts stands for Slack's and Discord's hosts, reached through an
@@ -37,26 +32,12 @@ type chatHosts struct {
 // returns the proxy's URL.
 func newChatHosts(t *testing.T, caFile string) (*chatHosts, string) {
 	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flrh test authority"}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
+	pki := testpki.New(t, "flrh test authority")
+	leaf := pki.Issue(t, "chat", false, "hooks.slack.com", "discord.com")
+	if err := os.WriteFile(caFile, pki.CAPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ca, _ = x509.ParseCertificate(caDER)
-	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "chat"}, DNSNames: []string{"hooks.slack.com", "discord.com"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &leafKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := &chatHosts{got: map[string][]string{},
-		tlsConf: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: leafKey}}}}
+	c := &chatHosts{got: map[string][]string{}, tlsConf: &tls.Config{Certificates: []tls.Certificate{leaf}}}
 	srv := httptest.NewServer(http.HandlerFunc(c.connect))
 	t.Cleanup(srv.Close)
 	return c, srv.URL

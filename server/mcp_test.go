@@ -20,18 +20,33 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
+// mcpConnect opens an MCP session at the fixture's server as token's
+// bearer. A request the server refuses is not tried again: the caller
+// sees the refusal.
+func (f *fixture) mcpConnect(token string) (*sdk.ClientSession, error) {
+	tr := &sdk.StreamableClientTransport{Endpoint: f.ts.URL + "/v1/mcp", DisableStandaloneSSE: true, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
+	return sdk.NewClient(&sdk.Implementation{Name: "test-agent", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+}
+
+// mustMCP is mcpConnect, the session closed when the test ends.
+func (f *fixture) mustMCP(token string) *sdk.ClientSession {
+	f.t.Helper()
+	cs, err := f.mcpConnect(token)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 // The MCP endpoint is served behind the API's authentication: an agent's
 // token reaches the tools, and what it submits is recorded under the
 // token's actor; tokens that may not submit inputs are refused.
 func TestMCPBehindAuthentication(t *testing.T) {
 	f := newFixture(t, tokenFileText)
 	ctx := context.Background()
-	connect := func(token string) (*sdk.ClientSession, error) {
-		tr := &sdk.StreamableClientTransport{Endpoint: f.ts.URL + "/v1/mcp", DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
-		return sdk.NewClient(&sdk.Implementation{Name: "test-agent", Version: "1"}, nil).Connect(ctx, tr, nil)
-	}
-	cs, err := connect(tokAgent)
+	cs, err := f.mcpConnect(tokAgent)
 	if err != nil {
 		t.Fatalf("agent cannot reach MCP: %v", err)
 	}
@@ -64,7 +79,7 @@ func TestMCPBehindAuthentication(t *testing.T) {
 		t.Fatalf("an agent's input moved a run waiting for approval to %s", st.Run.State)
 	}
 	for _, tok := range []string{tokViewer, tokApprover, tokReconciler, tokUnknown} {
-		if cs, err := connect(tok); err == nil {
+		if cs, err := f.mcpConnect(tok); err == nil {
 			cs.Close()
 			t.Errorf("token %s reached MCP", tok[:8])
 		}

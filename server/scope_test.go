@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -161,16 +160,6 @@ func TestScopedPrincipals(t *testing.T) {
 
 	// MCP holds the operations team's agent to its workflows.
 	ctx := context.Background()
-	connect := func(token string) *sdk.ClientSession {
-		tr := &sdk.StreamableClientTransport{Endpoint: f.ts.URL + "/v1/mcp", DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "test-agent", Version: "1"}, nil).Connect(ctx, tr, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
-	}
 	call := func(cs *sdk.ClientSession, tool string, args map[string]any) string {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 		if err != nil {
@@ -179,7 +168,7 @@ func TestScopedPrincipals(t *testing.T) {
 		b, _ := json.Marshal(res.Content)
 		return fmt.Sprintf("%v %s %s", res.IsError, b, mustJSON(res.StructuredContent))
 	}
-	ops, refunds := connect(tokOps), connect(tokRefunds)
+	ops, refunds := f.mustMCP(tokOps), f.mustMCP(tokRefunds)
 	run := map[string]any{"run_id": "refund-large"}
 	for _, c := range []struct {
 		tool  string
@@ -319,16 +308,6 @@ func TestMCPSessionBoundToItsPrincipal(t *testing.T) {
 		t.Fatalf("start: %d %s", a.status, a.body)
 	}
 	ctx := context.Background()
-	connect := func() *sdk.ClientSession {
-		tr := &sdk.StreamableClientTransport{Endpoint: f.ts.URL + "/v1/mcp", DisableStandaloneSSE: true, MaxRetries: -1,
-			HTTPClient: &http.Client{Transport: bearer{tokRefunds, http.DefaultTransport}}}
-		cs, err := sdk.NewClient(&sdk.Implementation{Name: "support-bot", Version: "1"}, nil).Connect(ctx, tr, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
-	}
 	runs := func(cs *sdk.ClientSession) (string, error) {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "list_runs", Arguments: map[string]any{}})
 		if err != nil {
@@ -336,7 +315,7 @@ func TestMCPSessionBoundToItsPrincipal(t *testing.T) {
 		}
 		return mustJSON(res.StructuredContent), nil
 	}
-	old := connect()
+	old := f.mustMCP(tokRefunds)
 	if got, err := runs(old); err != nil || !strings.Contains(got, `"run_id":"held"`) {
 		t.Fatalf("before the reload: %s, %v", got, err)
 	}
@@ -350,7 +329,7 @@ func TestMCPSessionBoundToItsPrincipal(t *testing.T) {
 	if got, err := runs(old); err == nil {
 		t.Fatalf("the session opened under the wider scope still lists: %s", got)
 	}
-	if got, err := runs(connect()); err != nil || got != `{"runs":[]}` {
+	if got, err := runs(f.mustMCP(tokRefunds)); err != nil || got != `{"runs":[]}` {
 		t.Fatalf("a new session: %s, %v", got, err)
 	}
 }

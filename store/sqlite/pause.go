@@ -17,7 +17,7 @@ func (s *Store) PauseSchedule(ctx context.Context, p store.PausedSchedule) error
 		_, err := s.exec(ctx, tx, `INSERT INTO paused_schedules (name, paused_by, reason, since, until_at) VALUES (?1, ?2, ?3, ?4, ?5)
 ON CONFLICT (name) DO UPDATE SET paused_by = excluded.paused_by, reason = excluded.reason, since = excluded.since, until_at = excluded.until_at
 	WHERE paused_schedules.until_at != 0 AND paused_schedules.until_at <= ?4`,
-			p.Name, p.By, p.Reason, now.UnixNano(), untilNanos(p.Until))
+			p.Name, p.By, p.Reason, now.UnixNano(), nanos(p.Until))
 		return err
 	})
 }
@@ -52,19 +52,8 @@ func (s *Store) PausedSchedules(ctx context.Context) ([]store.PausedSchedule, er
 		if err := rows.Scan(&p.Name, &p.By, &p.Reason, &since, &until); err != nil {
 			return nil, mapErr(op, "", err)
 		}
-		p.Since = time.Unix(0, since).UTC()
-		if until != 0 {
-			p.Until = time.Unix(0, until).UTC()
-		}
+		p.Since, p.Until = time.Unix(0, since).UTC(), fromNanos(until)
 		out = append(out, p)
 	}
 	return out, mapErr(op, "", rows.Err())
-}
-
-// untilNanos is a pause's end as stored: 0 for none.
-func untilNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 )
 
@@ -28,16 +27,6 @@ type RunFilter struct {
 func (f RunFilter) Match(r Run) bool {
 	return (f.State == "" || r.State == f.State) && (f.WorkflowID == "" || r.WorkflowID == f.WorkflowID) &&
 		(f.WorkflowVersion == "" || r.WorkflowVersion == f.WorkflowVersion) && (f.WorkflowIDs == nil || slices.Contains(f.WorkflowIDs, r.WorkflowID))
-}
-
-// WorkflowSet is f.WorkflowIDs as a JSON array for a database to read
-// (SQLite's json_each), or "" for nil: any workflow.
-func (f RunFilter) WorkflowSet() string {
-	if f.WorkflowIDs == nil {
-		return ""
-	}
-	b, _ := json.Marshal(append([]string{}, f.WorkflowIDs...))
-	return string(b)
 }
 
 // RunMatcher is implemented by stores that filter their runs inside the

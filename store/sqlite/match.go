@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"math"
 
@@ -41,7 +42,8 @@ func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f 
 			return nil, "", mapErr("match runs", "", err)
 		}
 	}
-	rows, err := tx.QueryContext(ctx, matchRuns, after, bound, f.State, f.State, f.WorkflowID, f.WorkflowID, f.WorkflowVersion, f.WorkflowVersion, f.WorkflowSet(), f.WorkflowSet(), limit)
+	set := workflowSet(f.WorkflowIDs)
+	rows, err := tx.QueryContext(ctx, matchRuns, after, bound, f.State, f.State, f.WorkflowID, f.WorkflowID, f.WorkflowVersion, f.WorkflowVersion, set, set, limit)
 	if err != nil {
 		return nil, "", mapErr("match runs", "", err)
 	}
@@ -58,4 +60,14 @@ func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f 
 		return nil, "", mapErr("match runs", "", err)
 	}
 	return out, store.MatchNext(out, limit, boundID), nil
+}
+
+// workflowSet is a filter's set of workflows as the JSON array json_each
+// reads, or "" for none given: any workflow.
+func workflowSet(ids []string) string {
+	if ids == nil {
+		return ""
+	}
+	b, _ := json.Marshal(append([]string{}, ids...))
+	return string(b)
 }

@@ -148,31 +148,17 @@ func (t *tools) listRuns(ctx context.Context, _ *sdk.CallToolRequest, in listRun
 	case limit == 0:
 		limit = 50
 	}
-	out := RunList{Runs: []RunHeader{}}
-	after := in.After
-	// With a state filter, scan a bounded number of runs so that one call
-	// cannot walk an unbounded store; next says where to go on.
-	for scanned := 0; scanned < 20*MaxListRuns; {
-		page, err := t.d.Store.Runs(ctx, after, MaxListRuns)
-		if err != nil {
-			return nil, RunList{}, explain(err, "")
-		}
-		for _, r := range page {
-			scanned++
-			after = r.ID
-			if (in.State == "" || r.State == in.State) && t.sees(r.WorkflowID) {
-				out.Runs = append(out.Runs, header(r))
-				if len(out.Runs) == limit {
-					out.Next = after
-					return nil, out, nil
-				}
-			}
-		}
-		if len(page) < MaxListRuns {
-			return nil, out, nil // the end of the store
-		}
+	// Filtered inside the database on flrh's stores, a bounded number of
+	// runs read, so that one call cannot walk an unbounded store; next
+	// says where to go on.
+	runs, next, err := store.MatchingRuns(ctx, t.d.Store, in.After, limit, 20*MaxListRuns, store.RunFilter{State: in.State, WorkflowIDs: t.d.Workflows})
+	if err != nil {
+		return nil, RunList{}, explain(err, "")
 	}
-	out.Next = after
+	out := RunList{Runs: []RunHeader{}, Next: next}
+	for _, r := range runs {
+		out.Runs = append(out.Runs, header(r))
+	}
 	return nil, out, nil
 }
 

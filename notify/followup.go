@@ -1,16 +1,13 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
-	"flrh.dev/flrh/effect/httpwire"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/webhook"
 )
@@ -89,26 +86,16 @@ func (n *Notifier) sendFollowUp(ctx context.Context, r *Route, no store.Notice, 
 	if body == nil {
 		return -1, "a follow-up of " + strconv.Quote(r.followUp) + ", which no chat service flrh knows takes"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(body))
-	if err != nil {
+	a, err := n.post(ctx, r.URL, body, http.Header{}, wait)
+	switch c := a.code; {
+	case err != nil:
 		return -1, "the follow-up's address is not a URL"
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "flrh-notify/1")
-	resp, err := n.client.Do(req)
-	if err != nil {
-		return wait, sendError(err)
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	switch c := resp.StatusCode; {
+	case a.why != "":
+		return wait, a.why
 	case c >= 200 && c < 300:
 		return 0, ""
 	case c >= 400 && c < 500 && c != http.StatusRequestTimeout && c != http.StatusTooManyRequests:
-		return -1, "the chat service answered " + resp.Status
+		return -1, "the chat service answered " + a.status
 	}
-	if ask, err := httpwire.ParseRetryAfter(resp.Header.Get("Retry-After"), n.cfg.Clock()); err == nil && ask > wait {
-		wait = min(ask, n.cfg.MaxDelay)
-	}
-	return wait, "the chat service answered " + resp.Status
+	return a.wait, "the chat service answered " + a.status
 }

@@ -640,30 +640,53 @@ func (n *Notifier) send(ctx context.Context, r *Route, no store.Notice, attempt 
 	if err != nil {
 		return wait, "the notice's body is not JSON: " + err.Error()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(body))
-	if err != nil {
+	h := http.Header{}
+	h.Set("Flrh-Notice-Id", no.ID)
+	h.Set("Flrh-Notice-Kind", no.Kind)
+	h.Set("Flrh-Notice-Attempt", strconv.Itoa(no.Attempts))
+	h.Set(SignatureHeader, Sign(r.Secret, body, n.cfg.Clock().Unix()))
+	a, err := n.post(ctx, r.URL, body, h, wait)
+	switch {
+	case err != nil:
 		return wait, err.Error()
+	case a.why != "":
+		return wait, a.why
+	case a.code >= 200 && a.code < 300:
+		return 0, ""
 	}
-	now := n.cfg.Clock()
+	return a.wait, "the receiver answered " + a.status
+}
+
+// posted is what a POST of a notice came to: why no answer came, or the
+// answer's code and status line, with the wait before another attempt.
+type posted struct {
+	why    string
+	code   int
+	status string
+	wait   time.Duration
+}
+
+// post posts a JSON body to url with header's fields besides the content
+// type and user agent. The wait is wait, lengthened to the receiver's
+// Retry-After (at most MaxDelay). err is a request that cannot be made.
+func (n *Notifier) post(ctx context.Context, url string, body []byte, header http.Header, wait time.Duration) (posted, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return posted{}, err
+	}
+	req.Header = header
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "flrh-notify/1")
-	req.Header.Set("Flrh-Notice-Id", no.ID)
-	req.Header.Set("Flrh-Notice-Kind", no.Kind)
-	req.Header.Set("Flrh-Notice-Attempt", strconv.Itoa(no.Attempts))
-	req.Header.Set(SignatureHeader, Sign(r.Secret, body, now.Unix()))
 	resp, err := n.client.Do(req)
 	if err != nil {
-		return wait, sendError(err)
+		return posted{why: sendError(err), wait: wait}, nil
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return 0, ""
-	}
-	if ask, err := httpwire.ParseRetryAfter(resp.Header.Get("Retry-After"), now); err == nil && ask > wait {
+	if ask, err := httpwire.ParseRetryAfter(resp.Header.Get("Retry-After"), n.cfg.Clock()); err == nil && ask > wait {
 		wait = min(ask, n.cfg.MaxDelay)
 	}
-	return wait, "the receiver answered " + resp.Status
+	return posted{code: resp.StatusCode, status: resp.Status, wait: wait}, nil
 }
 
 // sendError says why a request was not answered without naming the URL:

@@ -26,6 +26,9 @@ type Schedule struct {
 	second, minute, hour, dom, month, dow uint64
 	domStar, dowStar                      bool
 	expr                                  string
+	// every and phase, in seconds, are an interval's (@every): every is
+	// 0 for a calendar.
+	every, phase int64
 }
 
 // String is the expression as written.
@@ -63,10 +66,17 @@ func Parse(expr string) (Schedule, error) {
 		return bad("", "longer than %d bytes", maxExprBytes)
 	}
 	text := strings.TrimSpace(expr)
+	if word, rest, _ := strings.Cut(text, " "); strings.EqualFold(word, "@every") {
+		every, phase, err := parseEvery(strings.TrimSpace(rest))
+		if err != nil {
+			return bad("", "%v", err)
+		}
+		return Schedule{expr: expr, every: every, phase: phase}, nil
+	}
 	if strings.HasPrefix(text, "@") {
 		m, ok := macros[strings.ToLower(text)]
 		if !ok {
-			return bad("", "no macro %s (@yearly, @monthly, @weekly, @daily, @hourly)", text)
+			return bad("", "no macro %s (@yearly, @monthly, @weekly, @daily, @hourly, @every 15m)", text)
 		}
 		text = m
 	}
@@ -195,6 +205,9 @@ const searchDays = 366 * 12
 // in t's location (wall-clock time there); the zero Time if it fires
 // never within searchDays of t.
 func (s Schedule) Next(t time.Time) time.Time {
+	if s.every > 0 {
+		return s.nextEvery(t)
+	}
 	loc := t.Location()
 	// The wall clock of the first whole second after t.
 	from := t.Truncate(time.Second).Add(time.Second)

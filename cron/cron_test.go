@@ -56,6 +56,40 @@ func TestNext(t *testing.T) {
 			t.Errorf("%s after %s: %s, want %s", c.expr, c.after, got.Format(time.DateTime), c.want)
 		}
 	}
+	// Intervals: whole multiples of the interval since the epoch, plus
+	// the offset, strictly after the instant.
+	for _, c := range []struct{ expr, after, want string }{
+		{"@every 15m", "2026-12-07 12:00:00", "2026-12-07 12:15:00"},
+		{"@every 15m", "2026-12-07 12:14:59", "2026-12-07 12:15:00"},
+		{"@every 7m", "2026-12-07 12:00:00", "2026-12-07 12:02:00"}, // 4,277,726 intervals since the epoch…
+		{"@every 7m", "2026-12-07 12:02:00", "2026-12-07 12:09:00"}, // …not reset at the hour
+		{"@every 90m", "2026-12-07 23:59:59", "2026-12-08 00:00:00"},
+		{"@every 90m", "2026-12-08 00:00:00", "2026-12-08 01:30:00"},
+		{"@every 1h offset 15m", "2026-12-07 12:15:00", "2026-12-07 13:15:00"},
+		{"@every 1h offset 15m", "2026-12-07 12:14:00", "2026-12-07 12:15:00"},
+		{"@EVERY 1d12h", "2026-12-07 00:00:00", "2026-12-07 12:00:00"}, // 20,794 days since the epoch: 13,862 × 36 h + 24 h
+		{"@every 6h", "1969-12-31 20:00:00", "1970-01-01 00:00:00"},    // before the epoch
+		{"@every 7s", "1969-12-31 23:59:50", "1969-12-31 23:59:53"},
+		{"@every 1s", "2026-12-07 12:00:00", "2026-12-07 12:00:01"},
+		{"  @every   366d  ", "2026-12-07 00:00:00", "2027-02-13 00:00:00"},
+	} {
+		s, err := cron.Parse(c.expr)
+		if err != nil {
+			t.Fatalf("%s: %v", c.expr, err)
+		}
+		if got := s.Next(utc(c.after)); !got.Equal(utc(c.want)) {
+			t.Errorf("%s after %s: %s, want %s", c.expr, c.after, got.Format(time.DateTime), c.want)
+		}
+	}
+	// A zone names an interval's instants but moves none of them.
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	six, _ := cron.Parse("@every 6h")
+	if got := six.Next(utc("2026-12-07 12:00:00").In(paris)); !got.Equal(utc("2026-12-07 18:00:00")) || got.Location() != paris {
+		t.Errorf("every six hours from noon UTC, in Paris: %s", got)
+	}
 	// A sub-second instant: the next whole second that fires.
 	s, _ := cron.Parse("* * * * * *")
 	if got := s.Next(utc("2026-12-07 12:00:00").Add(400 * time.Millisecond)); !got.Equal(utc("2026-12-07 12:00:01")) {
@@ -137,7 +171,23 @@ func TestParseRefuses(t *testing.T) {
 		{"? * * * *", `"?" is not a number`},
 		{"0 0 30 2 *", "no month of 2 has such a day"},
 		{"0 0 31 4,6,9,11 *", "no month of 4,6,9,11 has such a day"},
-		{"@every 5m", "no macro @every 5m"},
+		{"@yearly 5", "no macro @yearly 5"},
+		{"@every", "@every takes an interval"},
+		{"@every 0s", "an interval of nothing"},
+		{"@every 5", `"5" is not a duration`},
+		{"@every m", `"m" is not a duration`},
+		{"@every 1.5h", `"1.5h" is not a duration`},
+		{"@every -5m", `"-5m" is not a duration`},
+		{"@every 30m1h", "largest first"},
+		{"@every 1h1h", "largest first"},
+		{"@every 5w", "units d, h, m and s"},
+		{"@every 367d", "longer than a year"},
+		{"@every 366d1s", "longer than a year"},
+		{"@every 99999999999999999999s", "longer than a year"},
+		{"@every 1h offset 1h", "is not shorter than the interval"},
+		{"@every 1h offset", "an interval and, optionally, an offset"},
+		{"@every 1h plus 5m", "an interval and, optionally, an offset"},
+		{"@every 1h offset x", "@every's offset: \"x\" is not a duration"},
 		{"01 * * * *", `"01" is not a number`},
 		{strings.Repeat("1,", 200) + "1 * * * *", "longer than 256 bytes"},
 	}
@@ -193,6 +243,35 @@ func TestNextAgainstEverySecond(t *testing.T) {
 	})
 }
 
+// An interval's Next against the definition, second by second: the
+// answer is the offset from a whole number of intervals since the epoch,
+// and no second between the instant and the answer is.
+func TestEveryAgainstEverySecond(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		every := rapid.Int64Range(1, 4000).Draw(t, "every")
+		phase := rapid.Int64Range(0, every-1).Draw(t, "phase")
+		expr := "@every " + strconv.FormatInt(every, 10) + "s"
+		if phase > 0 || rapid.Bool().Draw(t, "written") {
+			expr += " offset " + strconv.FormatInt(phase, 10) + "s"
+		}
+		s, err := cron.Parse(expr)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		fires := func(x int64) bool { return ((x-phase)%every+every)%every == 0 }
+		from := time.Unix(rapid.Int64Range(-1e10, 1e10).Draw(t, "from"), rapid.Int64Range(0, 999999999).Draw(t, "nanos"))
+		got := s.Next(from)
+		if !got.After(from) || got.Nanosecond() != 0 || !fires(got.Unix()) {
+			t.Fatalf("%s after %s: %s", expr, from, got)
+		}
+		for x := from.Unix() + 1; x < got.Unix(); x++ {
+			if fires(x) {
+				t.Fatalf("%s after %s: %s, but %s fires first", expr, from, got, time.Unix(x, 0).UTC())
+			}
+		}
+	})
+}
+
 // matches is an oracle for the three time fields of a daily expression.
 func matches(expr string, x time.Time) bool {
 	f := strings.Fields(expr)
@@ -217,7 +296,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"* * * * *", "*/5 1-3 1,15 jan-mar mon-fri", "0 0 29 2 *", "@weekly", "1/7 * * * * ?"} {
+	for _, s := range []string{"* * * * *", "*/5 1-3 1,15 jan-mar mon-fri", "0 0 29 2 *", "@weekly", "1/7 * * * * ?", "@every 1h30m offset 45s", "@every 1d"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, expr string) {

@@ -18,4 +18,14 @@
 // the clocks skip that day does not fire; a wall time they pass twice
 // fires once, the first time. An expression that can never fire (the
 // 30th of February) is refused by Parse.
+//
+// An interval, "@every 90m" or "@every 1h offset 15m", is what a
+// calendar cannot say (every seven minutes without a jump at the hour,
+// every 36 hours): it fires at every whole number of intervals after the
+// Unix epoch, plus the offset, so that every server reading it agrees
+// when it fires without any record of when it was first read. Durations
+// are whole days, hours, minutes and seconds, largest first (1d12h,
+// 90m, 45s), from a second to a year; the offset is shorter than the
+// interval. Days are 24 hours: an interval is not wall-clock time, and
+// daylight saving moves none of its instants.
 package cron

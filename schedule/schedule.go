@@ -42,7 +42,8 @@ import (
 type Spec struct {
 	Name string `json:"name"`
 	// Cron is when the schedule is due (package cron): five fields, or
-	// six with seconds first, or a macro (@daily).
+	// six with seconds first, or a macro (@daily), or an interval
+	// (@every 90m).
 	Cron string `json:"cron"`
 	// TimeZone is the IANA zone the expression's wall-clock times are in
 	// (Europe/Paris); UTC when left out.

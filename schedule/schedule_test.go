@@ -137,6 +137,29 @@ func TestSchedulerStartsEachTimeDue(t *testing.T) {
 	}
 }
 
+// An interval's times are the same whichever server reads it, whenever
+// it started: every 90 minutes from the epoch, named on the schedule's
+// wall clock.
+func TestSchedulerInterval(t *testing.T) {
+	text := `{"schedules":[{"name":"sweep","cron":"@every 90m offset 10m","time_zone":"Asia/Kolkata","workflow":"refund-agent",
+ "input":{"refunds":[{"id":"s-{$local}","amount":1,"payee":"p","reason":"r"}]}}]}`
+	for _, start := range []string{"2026-12-07 00:00:00", "2026-12-07 01:17:00"} {
+		st := &starter{}
+		run(t, text, start, "2026-12-07 04:45:00", 0, st)
+		want := []string{"sweep-2026-12-07T01:40:00Z", "sweep-2026-12-07T03:10:00Z", "sweep-2026-12-07T04:40:00Z"}
+		if start == "2026-12-07 00:00:00" {
+			want = append([]string{"sweep-2026-12-07T00:10:00Z"}, want...)
+		}
+		if !slices.Equal(st.started, want) {
+			t.Fatalf("from %s: started %v, want %v", start, st.started, want)
+		}
+		// Kolkata is UTC+5:30: 01:40 UTC is 07:10 there.
+		if last := st.inputs[len(st.inputs)-3]; last != `{"refunds":[{"amount":1,"id":"s-2026-12-07T07:10:00","payee":"p","reason":"r"}]}` {
+			t.Fatalf("from %s: input %s", start, last)
+		}
+	}
+}
+
 // A time due while no scheduler ran is started late within the catch-up
 // window, and counted missed past it; a machine suspended across times
 // due is the same.

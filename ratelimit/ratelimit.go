@@ -127,12 +127,20 @@ func (l *Limiter) Take(key string, lim Limit, now time.Time) (bool, time.Duratio
 	if l.tat == nil {
 		l.tat = map[string]int64{}
 	}
+	span := int64(lim.interval()) * int64(lim.Burst)
 	tat, seen := l.tat[key]
-	if !seen || tat < t {
+	switch {
+	case !seen || tat < t:
 		tat = t
+	case tat > t+span:
+		// The key's limit changed to a faster rate or a smaller burst
+		// (a token file reloaded): its bucket is empty under the new
+		// limit, not as far behind as the old one put it, from now on.
+		tat = t + span
+		l.tat[key] = tat
 	}
 	next := tat + int64(lim.interval())
-	if over := next - t - int64(lim.interval())*int64(lim.Burst); over > 0 {
+	if over := next - t - span; over > 0 {
 		return false, time.Duration(over)
 	}
 	if !seen {

@@ -96,6 +96,19 @@ func TestTake(t *testing.T) {
 	if ok, _ := l.Take("a", lim, at.Add(wait)); ok {
 		t.Fatal("a second request in the interval allowed")
 	}
+	// The key's limit changed: a faster rate finds the bucket empty under
+	// it, one interval of the new rate away, not as far as the old one.
+	slow, _ := ratelimit.Parse("1/h", 20)
+	for range 20 {
+		l.Take("d", slow, at)
+	}
+	fast, _ := ratelimit.Parse("100/s", 1)
+	if ok, wait := l.Take("d", fast, at); ok || wait != 10*time.Millisecond {
+		t.Fatalf("a faster rate: %v, wait %s", ok, wait)
+	}
+	if ok, _ := l.Take("d", fast, at.Add(10*time.Millisecond)); !ok {
+		t.Fatal("a faster rate refused after its interval")
+	}
 }
 
 // bucket is an oracle: the token bucket written out, credit in

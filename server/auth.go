@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"flrh.dev/flrh/ratelimit"
 )
 
 // Roles a token can hold.
@@ -62,6 +64,10 @@ type Principal struct {
 	// principal sees and acts on (sorted; empty: none): a team's token on
 	// a server several teams share. Nil is every workflow.
 	Workflows []string
+	// Rate, when not nil, is the principal's own rate (its token's
+	// "rate"): the zero Limit holds it to none. Nil is the server's
+	// (Config.RateLimit).
+	Rate *ratelimit.Limit
 }
 
 // sees reports whether the principal may see and act on the runs of
@@ -121,6 +127,8 @@ type tokenFile struct {
 		TokenSHA256 string   `json:"token_sha256,omitempty"`
 		ExpiresAt   string   `json:"expires_at,omitempty"`
 		Workflows   []string `json:"workflows,omitempty"`
+		Rate        string   `json:"rate,omitempty"`
+		Burst       int      `json:"burst,omitempty"`
 	} `json:"tokens"`
 }
 
@@ -130,13 +138,16 @@ type tokenFile struct {
 //	  {"actor": "alice", "roles": ["approver"], "token": "…at least 16 characters…"},
 //	  {"actor": "ci-bot", "roles": ["agent"], "token_sha256": "<64 hex digits>"},
 //	  {"actor": "carol", "roles": ["approver"], "token_sha256": "…", "expires_at": "2027-03-01T00:00:00Z"},
-//	  {"actor": "support-bot", "roles": ["agent"], "token": "…", "workflows": ["refund-agent"]}
+//	  {"actor": "support-bot", "roles": ["agent"], "token": "…", "workflows": ["refund-agent"]},
+//	  {"actor": "sweeper", "roles": ["agent"], "token": "…", "rate": "2/s", "burst": 10}
 //	]}
 //
 // A token is given in clear or as the hex SHA-256 of its bytes; with
 // expires_at (RFC 3339) it is refused from that instant on; with
-// workflows, it sees and acts on the runs of those workflows alone. Errors name
-// the offending value by JSON pointer.
+// workflows, it sees and acts on the runs of those workflows alone; with
+// rate (and burst), its actor is held to that rate rather than the
+// server's ("none": to none). Errors name the offending value by JSON
+// pointer.
 func ParseTokens(data []byte) (*Tokens, error) {
 	var f tokenFile
 	if err := decodeStrict(data, "tokens", &f); err != nil {
@@ -170,9 +181,24 @@ func ParseTokens(data []byte) (*Tokens, error) {
 				return nil, fmt.Errorf("token file: /tokens/%d/expires_at: not an RFC 3339 time (2027-03-01T00:00:00Z)", i)
 			}
 		}
+		var rate *ratelimit.Limit
+		switch {
+		case e.Rate == "none" && e.Burst != 0:
+			return nil, fmt.Errorf("token file: /tokens/%d/burst: a token held to no rate has no burst", i)
+		case e.Rate == "none":
+			rate = &ratelimit.Limit{}
+		case e.Rate != "":
+			l, err := ratelimit.Parse(e.Rate, e.Burst)
+			if err != nil {
+				return nil, fmt.Errorf("token file: /tokens/%d/rate: %w", i, err)
+			}
+			rate = &l
+		case e.Burst != 0:
+			return nil, fmt.Errorf("token file: /tokens/%d/burst: a burst is of a rate: give the token's rate too", i)
+		}
 		roles := slices.Clone(e.Roles)
 		slices.Sort(roles)
-		t.byDigest[d] = grant{p: Principal{Actor: e.Actor, Roles: slices.Compact(roles), Workflows: sortedScope(e.Workflows)}, expires: expires}
+		t.byDigest[d] = grant{p: Principal{Actor: e.Actor, Roles: slices.Compact(roles), Workflows: sortedScope(e.Workflows), Rate: rate}, expires: expires}
 	}
 	return t, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/runner"
@@ -26,6 +28,7 @@ const (
 	TypeInternal         = "internal"               // 500
 	TypeGone             = "gone"                   // 410: the run was pruned; its record is in an archive
 	TypeUpstream         = "upstream"               // 502: a service the server relies on (the identity provider) failed
+	TypeRateLimited      = "rate_limited"           // 429: the caller used up its rate; Retry-After says when to come back
 )
 
 // Error is an API failure: an HTTP status, a type from the list above, a
@@ -36,6 +39,9 @@ type Error struct {
 	Type    string
 	Message string
 	Field   string
+	// RetryAfter, for a 429, is when the caller may come again: the
+	// Retry-After header, in whole seconds rounded up.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -132,6 +138,8 @@ func writeError(w http.ResponseWriter, e *Error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="flrh"`)
 	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	writeJSON(w, e.Status, b)
 }

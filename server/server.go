@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/ratelimit"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/schedule"
 	"flrh.dev/flrh/server/webui"
@@ -90,6 +91,10 @@ type Config struct {
 	// Schedules, when set, are listed at /v1/schedules, and triggered and
 	// backfilled through it (see schedules.go).
 	Schedules *schedule.Scheduler
+	// RateLimit holds every authenticated caller, by actor, to a rate
+	// (ratelimit.go): a token's own rate stands in for it. The zero Limit
+	// holds no one.
+	RateLimit ratelimit.Limit
 }
 
 // Server is the HTTP API. It is an http.Handler.
@@ -122,6 +127,8 @@ type Server struct {
 	// mcpSessions binds each MCP session to the principal that opened it
 	// (mcpsessions.go).
 	mcpSessions mcpSessions
+	// rates holds callers to their rates (ratelimit.go).
+	rates rates
 }
 
 // New checks cfg and builds the server's routes.
@@ -134,6 +141,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := checkTokenRoles(cfg.Tokens, cfg.Identity); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.RateLimit != (ratelimit.Limit{}) {
+		if err := cfg.RateLimit.Check(); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -330,6 +342,10 @@ func (s *Server) wrap(rt route) http.Handler {
 					return
 				}
 				who = p
+				if aerr := s.admit(p); aerr != nil {
+					failure = aerr
+					return
+				}
 				if !p.may(rt.Perm) {
 					failure = apiErr(http.StatusForbidden, TypeForbidden, "", "actor %s (roles %s) may not %s", p.Actor, strings.Join(p.Roles, ","), rt.Perm)
 					return
@@ -378,6 +394,9 @@ func (s *Server) wrap(rt route) http.Handler {
 		case status == http.StatusForbidden:
 			level = slog.LevelWarn
 			attrs = append(attrs, "denied", failure.Message)
+		case status == http.StatusTooManyRequests:
+			level = slog.LevelWarn
+			attrs = append(attrs, "error_type", failure.Type)
 		case status >= 500:
 			level = slog.LevelError
 		case failure != nil:

@@ -24,6 +24,7 @@ import (
 	"flrh.dev/flrh/effect"
 	"flrh.dev/flrh/effect/httpadapter"
 	"flrh.dev/flrh/mcp"
+	"flrh.dev/flrh/ratelimit"
 	"flrh.dev/flrh/redact"
 	"flrh.dev/flrh/redactlog"
 	"flrh.dev/flrh/runner"
@@ -143,6 +144,8 @@ shutdown, or lapsed two --prune-every after a crash).`,
 	schedulesFile := cmd.Flags().String("schedules", "", "schedules file: runs started on a calendar (a cron expression in a time zone, the workflow, the run's id and input by template), each time due once however many serve processes share the store (see docs/server.md)")
 	webhooksFile := cmd.Flags().String("webhooks", "", "webhooks file: the signed deliveries other systems POST to /v1/hooks/NAME (Standard Webhooks, GitHub, Stripe), each starting a run or handed to one as its input, once (see docs/server.md)")
 	identityFile := cmd.Flags().String("identity", "", "identity provider configuration: callers may present the provider's signed tokens (JWTs), their actor and roles taken from its claims (see docs/server.md)")
+	rateFlag := cmd.Flags().String("rate-limit", "", "hold every authenticated caller, by actor, to this rate: COUNT/UNIT with the unit s, m or h (20/s, 600/m); past it, 429 with Retry-After. A token's own rate stands in for it; default: none")
+	rateBurst := cmd.Flags().Int("rate-burst", 0, "with --rate-limit: how many requests at once (default the rate's count)")
 	leaseTTL := cmd.Flags().Duration("lease-ttl", 30*time.Second, "how long the runner's lease on a run lasts without renewal")
 	retryAfterFlag := cmd.Flags().Duration("max-retry-after", runner.DefaultMaxRetryAfter, maxRetryAfterUsage)
 	grace := cmd.Flags().Duration("grace", 10*time.Second, "how long shutdown waits for in-flight requests, and then for runs being advanced")
@@ -181,6 +184,15 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		retryAfter, err := maxRetryAfter(*retryAfterFlag)
 		if err != nil {
 			return err
+		}
+		var rate ratelimit.Limit
+		switch {
+		case *rateFlag != "":
+			if rate, err = ratelimit.Parse(*rateFlag, *rateBurst); err != nil {
+				return usagef("--rate-limit: %v", err)
+			}
+		case cmd.Flags().Changed("rate-burst"):
+			return usagef("--rate-burst needs --rate-limit")
 		}
 		switch {
 		case *backupDir == "" && (cmd.Flags().Changed("backup-every") || cmd.Flags().Changed("backup-keep")):
@@ -419,7 +431,7 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		}
 		agents := mcp.Handler(mcp.Deps{Store: wrapped, Runner: r, Catalog: catalog, AgentFrom: server.ActorFrom, WorkflowsFrom: server.WorkflowsFrom})
 		srv, err := server.New(server.Config{Store: wrapped, Runner: r, Catalog: catalog, Tokens: tokens, Identity: identity, Logger: log, Notifier: notifier, MCP: agents,
-			Tracer: tracing.Provider, Metrics: metricsReg, Webhooks: webhooks, FollowUps: followUps, Schedules: scheduler})
+			Tracer: tracing.Provider, Metrics: metricsReg, Webhooks: webhooks, FollowUps: followUps, Schedules: scheduler, RateLimit: rate})
 		if err != nil {
 			if webhooks != nil {
 				return usagef("--webhooks %s: %v", *webhooksFile, err)

@@ -36,6 +36,8 @@ type tokenEntry struct {
 	TokenSHA256 string   `json:"token_sha256,omitempty"`
 	ExpiresAt   string   `json:"expires_at,omitempty"`
 	Workflows   []string `json:"workflows,omitempty"`
+	Rate        string   `json:"rate,omitempty"`
+	Burst       int      `json:"burst,omitempty"`
 }
 
 // expired reports whether the entry's token is refused at now.
@@ -127,6 +129,9 @@ type tokenView struct {
 	Expired   bool   `json:"expired,omitempty"`
 	// Workflows are the only workflows the token sees, when it is scoped.
 	Workflows []string `json:"workflows,omitempty"`
+	// Rate and Burst are the token's own rate, when it has one.
+	Rate  string `json:"rate,omitempty"`
+	Burst int    `json:"burst,omitempty"`
 }
 
 type tokenViews []tokenView
@@ -135,7 +140,7 @@ func viewsOf(entries []tokenEntry, now time.Time) tokenViews {
 	out := make(tokenViews, len(entries))
 	for i, e := range entries {
 		out[i] = tokenView{Actor: e.Actor, Roles: e.Roles, Digest: e.digest(), InClear: e.Token != "",
-			ExpiresAt: e.ExpiresAt, Expired: e.expired(now), Workflows: e.Workflows}
+			ExpiresAt: e.ExpiresAt, Expired: e.expired(now), Workflows: e.Workflows, Rate: e.Rate, Burst: e.Burst}
 	}
 	return out
 }
@@ -151,6 +156,12 @@ func (vs tokenViews) print(w io.Writer) {
 		}
 		if v.Workflows != nil {
 			note += "  workflows " + strings.Join(v.Workflows, ",")
+		}
+		if v.Rate != "" {
+			note += "  rate " + v.Rate
+			if v.Burst != 0 {
+				note += fmt.Sprintf(" (burst %d)", v.Burst)
+			}
 		}
 		if v.InClear {
 			note += "  (in clear: flrh tokens hash keeps its digest only)"
@@ -217,6 +228,8 @@ streams it opened end.`}
 	roles := add.Flags().StringSlice("role", nil, "a role the token grants (repeat, or comma-separate): viewer, agent, operator, approver, reconciler")
 	expires := add.Flags().String("expires", "", "refuse the token once this long has passed: a duration (90m, 12h) or days (30d); default: never")
 	workflows := add.Flags().StringSlice("workflow", nil, "a workflow whose runs the token sees and acts on, it alone with the others named (repeat, or comma-separate); default: every workflow")
+	rate := add.Flags().String("rate", "", "hold the token's actor to this rate rather than the server's --rate-limit: COUNT/UNIT with the unit s, m or h (2/s, 600/m), or none")
+	burst := add.Flags().Int("burst", 0, "with --rate: how many requests at once (default the rate's count)")
 	addJSON := add.Flags().Bool("json", false, "print JSON")
 	add.RunE = func(cmd *cobra.Command, args []string) error {
 		if *actor == "" || len(*roles) == 0 {
@@ -234,6 +247,10 @@ streams it opened end.`}
 		if len(*workflows) > 0 {
 			e.Workflows = slices.Compact(slices.Sorted(slices.Values(*workflows)))
 		}
+		if *burst != 0 && *rate == "" {
+			return usagef("--burst needs --rate")
+		}
+		e.Rate, e.Burst = *rate, *burst
 		if *expires != "" {
 			d, err := parseLifetime(*expires)
 			if err != nil {

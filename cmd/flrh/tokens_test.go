@@ -183,6 +183,9 @@ func TestTokensRefusals(t *testing.T) {
 		{[]string{"add", file, "--actor", "bob", "--role", "root"}, "/tokens/1/roles/0"},
 		{[]string{"add", file, "--actor", "bob"}, "--actor and at least one --role"},
 		{[]string{"add", file, "--actor", "bob", "--role", "agent", "--workflow", "not an id"}, "/tokens/1/workflows/0"},
+		{[]string{"add", file, "--actor", "bob", "--role", "agent", "--rate", "5/d"}, "/tokens/1/rate"},
+		{[]string{"add", file, "--actor", "bob", "--role", "agent", "--rate", "1/h", "--burst", "30"}, "spans more than a day"},
+		{[]string{"add", file, "--actor", "bob", "--role", "agent", "--burst", "3"}, "--burst needs --rate"},
 		{[]string{"revoke", file, "--actor", "alice"}, "no token, which flrh serve refuses"},
 		{[]string{"revoke", file, "--actor", "nobody"}, "no token of actor nobody"},
 		{[]string{"revoke", file, "--digest", d}, "at least 8 hex digits"},
@@ -219,6 +222,20 @@ func TestTokensRefusals(t *testing.T) {
 	}
 	if now, _ := readTokenFile(file, false); len(now) != 2 || fmt.Sprint(now[1].Workflows) != "[refund-agent]" {
 		t.Fatalf("the scoped token as written: %+v", now)
+	}
+	// A token with its own rate: written, listed, and kept when the file
+	// is rewritten for another token's revocation.
+	if out, err := flrh(bin, nil, "tokens", "add", file, "--actor", "sweeper", "--role", "agent", "--rate", "2/s", "--burst", "4"); err != nil {
+		t.Fatalf("add a token with a rate: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "tokens", "revoke", file, "--actor", "support-bot"); err != nil {
+		t.Fatalf("revoke: %v\n%s", err, out)
+	}
+	if out, err := flrh(bin, nil, "tokens", "list", file); err != nil || !strings.Contains(out, "rate 2/s (burst 4)") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	if now, _ := readTokenFile(file, false); len(now) != 2 || now[1].Rate != "2/s" || now[1].Burst != 4 {
+		t.Fatalf("the rated token after a revocation: %+v", now)
 	}
 }
 

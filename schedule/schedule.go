@@ -477,7 +477,7 @@ type Info struct {
 	Next     time.Time `json:"next"` // zero when it is due never again
 	// Paused, when set, says who paused the schedule, why, since when
 	// and until when: its times due start nothing until it is resumed or
-	// its end comes.
+	// its end comes. A pause set ahead is shown too, with its start.
 	Paused *Pause `json:"paused,omitempty"`
 }
 
@@ -486,8 +486,23 @@ type Pause struct {
 	By     string    `json:"by"`
 	Reason string    `json:"reason,omitempty"`
 	Since  time.Time `json:"since"`
+	// From, when set, is when a pause set ahead begins: times due before
+	// it start runs.
+	From *time.Time `json:"from,omitempty"`
 	// Until, when set, is when the pause ends by itself.
 	Until *time.Time `json:"until,omitempty"`
+}
+
+// pauseOf is p as Info shows it.
+func pauseOf(p store.PausedSchedule) *Pause {
+	out := &Pause{By: p.By, Reason: p.Reason, Since: p.Since}
+	if !p.From.IsZero() {
+		out.From = &p.From
+	}
+	if !p.Until.IsZero() {
+		out.Until = &p.Until
+	}
+	return out
 }
 
 // List lists the schedules with their next times due after now, and
@@ -510,11 +525,8 @@ func (s *Scheduler) List(ctx context.Context) ([]Info, error) {
 func (e *entry) info(now time.Time, paused map[string]store.PausedSchedule) Info {
 	in := Info{Name: e.spec.Name, Cron: e.spec.Cron, TimeZone: e.loc.String(), Workflow: e.spec.Workflow, Version: e.spec.Version,
 		Next: e.cron.Next(now.In(e.loc)).UTC()}
-	if p, ok := paused[e.spec.Name]; ok && p.Holds(now) {
-		in.Paused = &Pause{By: p.By, Reason: p.Reason, Since: p.Since}
-		if !p.Until.IsZero() {
-			in.Paused.Until = &p.Until
-		}
+	if p, ok := paused[e.spec.Name]; ok && (p.Holds(now) || p.Ahead(now)) {
+		in.Paused = pauseOf(p)
 	}
 	return in
 }
@@ -540,22 +552,55 @@ var ErrNoPauses = errors.New("schedule: this server's store keeps no schedules' 
 // until is not zero, until then; they are not started late then
 // (Backfill starts them, when wanted). A trigger or a backfill still
 // starts runs: they are asked for. A schedule paused already keeps its
-// first pause. An end not after now, or more than MaxPause away, is an
-// error (PauseEndError).
-func (s *Scheduler) Pause(ctx context.Context, name, by, reason string, until time.Time) (Info, error) {
+// first pause. When from is not zero, the pause is set ahead: it holds
+// for the times due from then. A start not after now or more than
+// MaxPause away is an error (PauseStartError); so is an end not after
+// the start (now, without one) or more than MaxPause past it
+// (PauseEndError). A schedule paused already keeps its pause when that
+// holds for every time the one asked for would (asked twice, say), and
+// is otherwise a PausedError: one pause is not silently kept in place of
+// another (a pause now, asked while a freeze is set ahead).
+func (s *Scheduler) Pause(ctx context.Context, name, by, reason string, from, until time.Time) (Info, error) {
 	if _, err := s.entry(name); err != nil {
 		return Info{}, err
 	}
 	if s.cfg.Pauses == nil {
 		return Info{}, ErrNoPauses
 	}
-	if now := s.cfg.Clock(); !until.IsZero() && (!until.After(now) || until.Sub(now) > MaxPause) {
-		return Info{}, &PauseEndError{Until: until, Now: now}
+	now := s.cfg.Clock()
+	start := now
+	if !from.IsZero() {
+		if !from.After(now) || from.Sub(now) > MaxPause {
+			return Info{}, &PauseStartError{From: from, Now: now}
+		}
+		start = from
 	}
-	if err := s.cfg.Pauses.PauseSchedule(ctx, store.PausedSchedule{Name: name, By: by, Reason: reason, Until: until}); err != nil {
+	if !until.IsZero() && (!until.After(start) || until.Sub(start) > MaxPause) {
+		return Info{}, &PauseEndError{Until: until, Now: now, From: from}
+	}
+	if err := s.cfg.Pauses.PauseSchedule(ctx, store.PausedSchedule{Name: name, By: by, Reason: reason, From: from, Until: until}); err != nil {
 		return Info{}, err
 	}
-	return s.infoOf(ctx, name)
+	paused, err := s.paused(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	if standing, ok := paused[name]; ok && !covers(standing, from, until) {
+		return Info{}, &PausedError{Name: name, Pause: *pauseOf(standing)}
+	}
+	e, err := s.entry(name)
+	if err != nil {
+		return Info{}, err
+	}
+	return e.info(s.cfg.Clock(), paused), nil
+}
+
+// covers reports whether p holds for every time a pause from from (now,
+// when zero) until until (never, when zero) would.
+func covers(p store.PausedSchedule, from, until time.Time) bool {
+	fromOK := p.From.IsZero() || (!from.IsZero() && !p.From.After(from))
+	untilOK := p.Until.IsZero() || (!until.IsZero() && !p.Until.Before(until))
+	return fromOK && untilOK
 }
 
 // Resume lifts the schedule's pause: its next time due starts a run.
@@ -574,7 +619,8 @@ func (s *Scheduler) Resume(ctx context.Context, name string) (Info, error) {
 		return Info{}, err
 	}
 	p, held := paused[name]
-	held = held && p.Holds(s.cfg.Clock())
+	now := s.cfg.Clock()
+	held = held && (p.Holds(now) || p.Ahead(now))
 	resumed, err := s.cfg.Pauses.ResumeSchedule(ctx, name)
 	if err != nil {
 		return Info{}, err
@@ -598,18 +644,58 @@ func (s *Scheduler) infoOf(ctx context.Context, name string) (Info, error) {
 	return e.info(s.cfg.Clock(), paused), nil
 }
 
-// MaxPause is the furthest a pause's end may be: a schedule to be
-// stopped for longer is paused until resumed, or taken out of the file.
+// MaxPause is the furthest a pause's start may be set ahead, and its end
+// past its start: a schedule to be stopped for longer is paused until
+// resumed, or taken out of the file.
 const MaxPause = 366 * 24 * time.Hour
 
-// PauseEndError is a pause whose end is not after now, or too far.
-type PauseEndError struct{ Until, Now time.Time }
+// PauseEndError is a pause whose end is not after its start (now, or
+// From when set ahead), or too far past it.
+type PauseEndError struct{ Until, Now, From time.Time }
 
 func (e *PauseEndError) Error() string {
-	if !e.Until.After(e.Now) {
-		return "a pause's end is after now (" + e.Now.UTC().Format(time.RFC3339) + "), not " + e.Until.UTC().Format(time.RFC3339)
+	start, what := e.Now, "now"
+	if !e.From.IsZero() {
+		start, what = e.From, "its start"
 	}
-	return "a pause's end is at most 366 days away, not " + e.Until.UTC().Format(time.RFC3339)
+	if !e.Until.After(start) {
+		return "a pause's end is after " + what + " (" + start.UTC().Format(time.RFC3339) + "), not " + e.Until.UTC().Format(time.RFC3339)
+	}
+	return "a pause's end is at most 366 days past " + what + ", not " + e.Until.UTC().Format(time.RFC3339)
+}
+
+// PauseStartError is a pause set ahead whose start is not after now, or
+// more than MaxPause away.
+type PauseStartError struct{ From, Now time.Time }
+
+func (e *PauseStartError) Error() string {
+	if !e.From.After(e.Now) {
+		return "a pause set ahead starts after now (" + e.Now.UTC().Format(time.RFC3339) + "), not " + e.From.UTC().Format(time.RFC3339) + ": leave the start out to pause now"
+	}
+	return "a pause's start is at most 366 days away, not " + e.From.UTC().Format(time.RFC3339)
+}
+
+// PausedError is a pause asked of a schedule whose pause, standing,
+// does not hold for every time the one asked for would: it is kept, and
+// the one asked for is not.
+type PausedError struct {
+	Name  string
+	Pause Pause
+}
+
+func (e *PausedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedule %s is paused already by %s", e.Name, e.Pause.By)
+	if e.Pause.From != nil {
+		fmt.Fprintf(&b, " from %s", e.Pause.From.UTC().Format(time.RFC3339))
+	}
+	if e.Pause.Until != nil {
+		fmt.Fprintf(&b, " until %s", e.Pause.Until.UTC().Format(time.RFC3339))
+	} else {
+		b.WriteString(" until resumed")
+	}
+	b.WriteString(": resume it, then pause it anew")
+	return b.String()
 }
 
 // WorkflowOf is the workflow the schedule name starts runs of, and

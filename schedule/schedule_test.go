@@ -436,6 +436,9 @@ type pauses struct {
 	from, until time.Time
 	failAt      time.Time
 	failed      int
+	// ahead: the pause is set ahead, read from the start with from as
+	// its start, rather than made at from.
+	ahead bool
 }
 
 func (p *pauses) PausedSchedules(context.Context) ([]store.PausedSchedule, error) {
@@ -443,6 +446,9 @@ func (p *pauses) PausedSchedules(context.Context) ([]store.PausedSchedule, error
 	if now.Equal(p.failAt) {
 		p.failed++
 		return nil, store.Errorf(store.CodeUnavailable, "paused schedules", "", nil, "busy")
+	}
+	if p.ahead {
+		return []store.PausedSchedule{{Name: "nightly", By: "olga", Reason: "freeze", From: p.from, Until: p.until}}, nil
 	}
 	if !now.Before(p.from) {
 		// Kept past its end, as a store keeps it.
@@ -472,6 +478,15 @@ func TestSchedulerPaused(t *testing.T) {
 			t.Errorf("%s counted %v, want %v", outcome, got, n)
 		}
 	}
+	// A pause set ahead, read all along: the times due before its start
+	// and from its end start runs, those between do not.
+	st = &starter{}
+	p = &pauses{c: &c, from: utc("2026-12-09 00:00:00"), until: utc("2026-12-10 02:00:00"), ahead: true}
+	reg = runClock(t, nightly, "2026-12-07 00:00:00", "2026-12-12 00:00:00", 0, st, &c, p)
+	want = []string{"nightly-2026-12-07T01:30:00Z", "nightly-2026-12-08T01:30:00Z", "nightly-2026-12-11T01:30:00Z"}
+	if !slices.Equal(st.started, want) || count(reg, "nightly", "paused") != 2 {
+		t.Fatalf("set ahead: started %v (paused %v), want %v", st.started, count(reg, "nightly", "paused"), want)
+	}
 }
 
 // Pause and Resume through a store every server shares: listed with who,
@@ -488,11 +503,12 @@ func TestSchedulePauseAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Pause(ctx, "nightly", "olga", "the ledger is being migrated", time.Time{})
+	var never time.Time // no start or end
+	info, err := s.Pause(ctx, "nightly", "olga", "the ledger is being migrated", never, never)
 	if err != nil || info.Paused == nil || info.Paused.By != "olga" || info.Paused.Reason != "the ledger is being migrated" || time.Since(info.Paused.Since) > time.Minute {
 		t.Fatalf("paused: %+v, %v", info, err)
 	}
-	if again, err := s.Pause(ctx, "nightly", "pete", "again", time.Now().Add(time.Hour)); err != nil || again.Paused.By != "olga" {
+	if again, err := s.Pause(ctx, "nightly", "pete", "again", never, time.Now().Add(time.Hour)); err != nil || again.Paused.By != "olga" {
 		t.Fatalf("paused again: %+v, %v", again.Paused, err)
 	}
 	list, err := s.List(ctx)
@@ -507,12 +523,12 @@ func TestSchedulePauseAndResume(t *testing.T) {
 		t.Fatalf("resumed again: %v", err)
 	}
 	var nf *schedule.NotFoundError
-	if _, err := s.Pause(ctx, "weekly", "olga", "", time.Time{}); !errors.As(err, &nf) {
+	if _, err := s.Pause(ctx, "weekly", "olga", "", never, never); !errors.As(err, &nf) {
 		t.Fatalf("an unknown schedule: %v", err)
 	}
 	// A scheduler whose store keeps no pauses says so.
 	bare, _ := schedule.New(specs(t, nightly), schedule.Config{Runner: &starter{}, Workflows: workflows})
-	if _, err := bare.Pause(ctx, "nightly", "olga", "", time.Time{}); !errors.Is(err, schedule.ErrNoPauses) {
+	if _, err := bare.Pause(ctx, "nightly", "olga", "", never, never); !errors.Is(err, schedule.ErrNoPauses) {
 		t.Fatalf("no pauses: %v", err)
 	}
 
@@ -522,14 +538,20 @@ func TestSchedulePauseAndResume(t *testing.T) {
 	// refused.
 	var pe *schedule.PauseEndError
 	for _, bad := range []time.Time{time.Now().Add(-time.Second), time.Now().Add(schedule.MaxPause + time.Hour)} {
-		if _, err := s.Pause(ctx, "nightly", "olga", "", bad); !errors.As(err, &pe) {
+		if _, err := s.Pause(ctx, "nightly", "olga", "", never, bad); !errors.As(err, &pe) {
 			t.Fatalf("a pause until %s: %v", bad, err)
 		}
 	}
 	until := time.Now().Add(300 * time.Millisecond)
-	info, err = s.Pause(ctx, "nightly", "olga", "freeze", until)
+	info, err = s.Pause(ctx, "nightly", "olga", "freeze", never, until)
 	if err != nil || info.Paused == nil || info.Paused.Until == nil || !info.Paused.Until.Equal(until) {
 		t.Fatalf("paused until %s: %+v, %v", until, info.Paused, err)
+	}
+	// A pause until resumed is not kept in its place silently.
+	var pd *schedule.PausedError
+	if _, err := s.Pause(ctx, "nightly", "pete", "longer", never, never); !errors.As(err, &pd) || pd.Pause.By != "olga" ||
+		!strings.Contains(err.Error(), "schedule nightly is paused already by olga until ") {
+		t.Fatalf("a pause until resumed over one with an end: %v", err)
 	}
 	time.Sleep(time.Until(until) + 10*time.Millisecond)
 	if list, err := s.List(ctx); err != nil || list[0].Paused != nil {
@@ -538,7 +560,44 @@ func TestSchedulePauseAndResume(t *testing.T) {
 	if _, err := s.Resume(ctx, "nightly"); !errors.As(err, &np) {
 		t.Fatalf("resumed past the pause's end: %v", err)
 	}
-	if info, err := s.Pause(ctx, "nightly", "pete", "again", time.Time{}); err != nil || info.Paused == nil || info.Paused.By != "pete" || info.Paused.Until != nil {
+	if info, err := s.Pause(ctx, "nightly", "pete", "again", never, never); err != nil || info.Paused == nil || info.Paused.By != "pete" || info.Paused.Until != nil {
 		t.Fatalf("paused after an ended pause: %+v, %v", info.Paused, err)
+	}
+	if _, err := s.Resume(ctx, "nightly"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A pause set ahead: listed with its start while it waits; a pause
+	// now asked meanwhile is refused, not kept in its place; resumed, it
+	// is lifted before it began. A start not ahead, or more than a year
+	// ahead, and an end not after the start, are refused.
+	from := time.Now().Add(24 * time.Hour).Truncate(time.Second)
+	info, err = s.Pause(ctx, "nightly", "olga", "year-end freeze", from, from.Add(72*time.Hour))
+	if err != nil || info.Paused == nil || info.Paused.From == nil || !info.Paused.From.Equal(from) || !info.Paused.Until.Equal(from.Add(72*time.Hour)) {
+		t.Fatalf("set ahead: %+v, %v", info.Paused, err)
+	}
+	if list, err := s.List(ctx); err != nil || list[0].Paused == nil || list[0].Paused.From == nil {
+		t.Fatalf("listed while set ahead: %+v, %v", list[0].Paused, err)
+	}
+	if _, err := s.Pause(ctx, "nightly", "pete", "incident", never, never); !errors.As(err, &pd) || !strings.Contains(err.Error(), " from "+from.UTC().Format(time.RFC3339)) {
+		t.Fatalf("a pause now while one is set ahead: %v", err)
+	}
+	if again, err := s.Pause(ctx, "nightly", "pete", "", from.Add(time.Hour), from.Add(2*time.Hour)); err != nil || again.Paused.By != "olga" {
+		t.Fatalf("a pause within the one set ahead: %+v, %v", again.Paused, err)
+	}
+	if info, err := s.Resume(ctx, "nightly"); err != nil || info.Paused != nil {
+		t.Fatalf("resumed before it began: %+v, %v", info.Paused, err)
+	}
+	var ps *schedule.PauseStartError
+	for _, bad := range []time.Time{time.Now().Add(-time.Second), time.Now().Add(schedule.MaxPause + time.Hour)} {
+		if _, err := s.Pause(ctx, "nightly", "olga", "", bad, never); !errors.As(err, &ps) {
+			t.Fatalf("a pause from %s: %v", bad, err)
+		}
+	}
+	if _, err := s.Pause(ctx, "nightly", "olga", "", from, from); !errors.As(err, &pe) || !strings.Contains(err.Error(), "after its start") {
+		t.Fatalf("an end at the start: %v", err)
+	}
+	if list, err := s.List(ctx); err != nil || list[0].Paused != nil {
+		t.Fatalf("refused pauses wrote one: %+v, %v", list[0].Paused, err)
 	}
 }

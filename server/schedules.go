@@ -92,6 +92,8 @@ func (s *Server) backfillSchedule(w http.ResponseWriter, r *http.Request, p Prin
 // Pause is the body of POST /v1/schedules/{name}/pause.
 type Pause struct {
 	Reason string `json:"reason"`
+	// From, when set, sets the pause ahead: it begins then.
+	From *time.Time `json:"from,omitempty"`
 	// Until, when set, is when the pause ends by itself.
 	Until *time.Time `json:"until,omitempty"`
 }
@@ -105,15 +107,18 @@ func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request, p Princip
 	if err := s.decode(w, r, "pause", &req); err != nil {
 		return err
 	}
-	var until time.Time
+	var from, until time.Time
+	if req.From != nil {
+		from = *req.From
+	}
 	if req.Until != nil {
 		until = *req.Until
 	}
-	info, err := sc.Pause(r.Context(), r.PathValue("name"), p.Actor, req.Reason, until)
+	info, err := sc.Pause(r.Context(), r.PathValue("name"), p.Actor, req.Reason, from, until)
 	if err != nil {
 		return scheduleErr(err)
 	}
-	s.log.Info("schedule paused", "request_id", requestID(r), "schedule", info.Name, "actor", p.Actor, "reason", req.Reason, "until", req.Until)
+	s.log.Info("schedule paused", "request_id", requestID(r), "schedule", info.Name, "actor", p.Actor, "reason", req.Reason, "from", req.From, "until", req.Until)
 	writeJSON(w, http.StatusOK, info)
 	return nil
 }
@@ -138,6 +143,8 @@ func scheduleErr(err error) error {
 	var re *schedule.RangeError
 	var np *schedule.NotPausedError
 	var pe *schedule.PauseEndError
+	var ps *schedule.PauseStartError
+	var pd *schedule.PausedError
 	switch {
 	case errors.As(err, &nf):
 		return apiErr(http.StatusNotFound, TypeNotFound, "", "%s", nf.Error())
@@ -145,6 +152,10 @@ func scheduleErr(err error) error {
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "%s", re.Error())
 	case errors.As(err, &pe):
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/until", "%s", pe.Error())
+	case errors.As(err, &ps):
+		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/from", "%s", ps.Error())
+	case errors.As(err, &pd):
+		return apiErr(http.StatusConflict, TypeConflict, "", "%s", pd.Error())
 	case errors.As(err, &np):
 		return apiErr(http.StatusConflict, TypeConflict, "", "%s", np.Error())
 	case errors.Is(err, schedule.ErrNoPauses):

@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"flrh.dev/flrh/schedule"
 	"flrh.dev/flrh/store"
+	"flrh.dev/flrh/store/sqlite"
 )
 
 func TestSchedulesAPI(t *testing.T) {
@@ -18,7 +20,14 @@ func TestSchedulesAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pauses, _ := store.SchedulePausingOf(f.store)
+	// The pauses in a store of their own on the schedule's clock: a pause
+	// past its end is replaced on the store's clock.
+	pst, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "pauses.db"), sqlite.Options{Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pst.Close() })
+	pauses, _ := store.SchedulePausingOf(pst)
 	sc, err := schedule.New(specs, schedule.Config{Runner: f.runner, Workflows: Static{f.server.cfg.Catalog.Workflows()[0]}.Workflows,
 		Clock: func() time.Time { return now }, Pauses: pauses})
 	if err != nil {
@@ -62,10 +71,21 @@ func TestSchedulesAPI(t *testing.T) {
 		{"resumed", "POST", "/v1/schedules/m/resume", tokOperator, "", 200, `"name":"m"`},
 		{"resumed again", "POST", "/v1/schedules/m/resume", tokOperator, "", 409, "schedule m is not paused"},
 		{"a pause's end already past", "POST", "/v1/schedules/m/pause", tokOperator, `{"until":"2026-12-07T12:00:00Z"}`, 422, `a pause's end is after now (2026-12-07T12:00:30Z), not 2026-12-07T12:00:00Z`},
-		{"a pause's end two years away", "POST", "/v1/schedules/m/pause", tokOperator, `{"until":"2028-12-07T12:00:00Z"}`, 422, "at most 366 days away"},
+		{"a pause's end two years away", "POST", "/v1/schedules/m/pause", tokOperator, `{"until":"2028-12-07T12:00:00Z"}`, 422, "at most 366 days past now"},
 		{"a pause's end not a time", "POST", "/v1/schedules/m/pause", tokOperator, `{"until":"tomorrow"}`, 422, "/until"},
 		{"paused until an hour", "POST", "/v1/schedules/m/pause", tokOperator, `{"reason":"freeze","until":"2026-12-07T14:00:00+01:00"}`, 200, `"reason":"freeze","since":`},
 		{"listed with its end", "GET", "/v1/schedules", tokViewer, "", 200, `"until":"2026-12-07T13:00:00Z"`},
+		{"a pause set ahead while a shorter one stands", "POST", "/v1/schedules/m/pause", tokOperator, `{"from":"2026-12-08T00:00:00Z"}`, 409, "schedule m is paused already by oscar until 2026-12-07T13:00:00Z: resume it, then pause it anew"},
+		{"resumed to set one ahead", "POST", "/v1/schedules/m/resume", tokOperator, "", 200, `"name":"m"`},
+		{"set ahead", "POST", "/v1/schedules/m/pause", tokOperator, `{"reason":"year-end freeze","from":"2026-12-24T18:00:00+01:00","until":"2027-01-04T07:00:00Z"}`, 200, `"from":"2026-12-24T17:00:00Z","until":"2027-01-04T07:00:00Z"`},
+		{"listed with its start", "GET", "/v1/schedules", tokViewer, "", 200, `"reason":"year-end freeze","since":"2026-12-07T12:00:30Z","from":"2026-12-24T17:00:00Z"`},
+		{"a pause now while one is set ahead", "POST", "/v1/schedules/m/pause", tokOperator, `{"reason":"incident"}`, 409, "paused already by oscar from 2026-12-24T17:00:00Z until 2027-01-04T07:00:00Z"},
+		{"a pause within the one set ahead", "POST", "/v1/schedules/m/pause", tokOperator, `{"from":"2026-12-25T00:00:00Z","until":"2026-12-26T00:00:00Z"}`, 200, `"reason":"year-end freeze"`},
+		{"a start already past", "POST", "/v1/schedules/m/pause", tokOperator, `{"from":"2026-12-07T12:00:00Z"}`, 422, `"field":"/from"`},
+		{"an end before the start", "POST", "/v1/schedules/m/pause", tokOperator, `{"from":"2026-12-24T17:00:00Z","until":"2026-12-24T16:00:00Z"}`, 422, "a pause's end is after its start (2026-12-24T17:00:00Z)"},
+		{"a start not a time", "POST", "/v1/schedules/m/pause", tokOperator, `{"from":"soon"}`, 422, "/from"},
+		{"resumed before it began", "POST", "/v1/schedules/m/resume", tokOperator, "", 200, `"name":"m"`},
+		{"not paused once lifted", "POST", "/v1/schedules/m/resume", tokOperator, "", 409, "schedule m is not paused"},
 	}
 	for _, s := range steps {
 		a := f.do(s.method, s.path, s.token, map[bool]string{true: "application/json"}[s.body != ""], []byte(s.body))

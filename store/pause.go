@@ -17,14 +17,25 @@ type PausedSchedule struct {
 	Reason string
 	// Since is when it was paused, on the store's clock.
 	Since time.Time
+	// From, when not zero, is when a pause set ahead begins: times due
+	// before it start runs as if there were none. Zero holds from Since.
+	From time.Time
 	// Until, when not zero, ends the pause: times due from then on start
 	// runs again, without anyone resuming it. Zero pauses until resumed.
 	Until time.Time
 }
 
-// Holds reports whether the pause holds for a time due at t: always
-// without Until, before Until with it.
-func (p PausedSchedule) Holds(t time.Time) bool { return p.Until.IsZero() || t.Before(p.Until) }
+// Holds reports whether the pause holds for a time due at t: from From
+// (always, without it) and before Until (always, without it).
+func (p PausedSchedule) Holds(t time.Time) bool {
+	return (p.From.IsZero() || !t.Before(p.From)) && (p.Until.IsZero() || t.Before(p.Until))
+}
+
+// Ahead reports whether the pause is set ahead of t: it begins later.
+func (p PausedSchedule) Ahead(t time.Time) bool { return !p.From.IsZero() && t.Before(p.From) }
+
+// Over reports whether the pause has ended by t.
+func (p PausedSchedule) Over(t time.Time) bool { return !p.Until.IsZero() && !t.Before(p.Until) }
 
 // SchedulePausing is implemented by stores that keep schedules' pauses
 // (both of flrh's). A pause is not evidence: it decides which runs are
@@ -65,6 +76,10 @@ func ValidatePause(p PausedSchedule) error {
 		return Errorf(CodeInvalidInput, op, "", nil, "a reason is UTF-8 of at most %d bytes", maxPauseText)
 	case !p.Until.IsZero() && (p.Until.Year() < 2000 || p.Until.Year() > 9999):
 		return Errorf(CodeInvalidInput, op, "", nil, "a pause's end is a time between the years 2000 and 9999, not %s", p.Until)
+	case !p.From.IsZero() && (p.From.Year() < 2000 || p.From.Year() > 9999):
+		return Errorf(CodeInvalidInput, op, "", nil, "a pause's start is a time between the years 2000 and 9999, not %s", p.From)
+	case !p.From.IsZero() && !p.Until.IsZero() && !p.Until.After(p.From):
+		return Errorf(CodeInvalidInput, op, "", nil, "a pause's end, %s, is not after its start, %s", p.Until, p.From)
 	}
 	return nil
 }

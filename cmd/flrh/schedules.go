@@ -120,7 +120,7 @@ as trigger reads it.`,
 			body, _ := json.Marshal(map[string]string{"from": from, "to": to})
 			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/backfill", string(body))
 		}}
-	var reason, until string
+	var reason, pauseFrom, until string
 	var pauseFor time.Duration
 	pause := &cobra.Command{Use: "pause NAME",
 		Short: "Pause a schedule for every server sharing the store (POST /v1/schedules/NAME/pause)",
@@ -130,21 +130,33 @@ not started late then (backfill them if they are wanted). A trigger or a
 backfill still starts runs. The pause names who paused it (the token's
 actor), --reason, and since when; GET /v1/schedules shows it. With --until
 or --for the pause ends by itself then, and the schedule's times due from
-then on start runs again (a change freeze over a weekend, say). The bearer
+then on start runs again (a change freeze over a weekend, say). With --from
+the pause is set ahead: it begins then (--for counts from it), and is
+listed meanwhile; a pause asked while another stands that does not hold
+for every time it would is refused (resume the other first). The bearer
 token is read as trigger reads it.`,
 		Example: `  flrh schedule pause nightly --reason "the ledger is being migrated" --url http://127.0.0.1:7700
   flrh schedule pause nightly --reason "change freeze" --until 2026-12-28T08:00:00+01:00
+  flrh schedule pause nightly --reason "year-end freeze" --from 2026-12-24T18:00:00+01:00 --for 240h
   flrh schedule pause hourly --for 3h`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := map[string]string{"reason": reason}
+			start := time.Now()
+			if pauseFrom != "" {
+				t, err := time.Parse(time.RFC3339, pauseFrom)
+				if err != nil {
+					return usagef("--from: %q is not an RFC 3339 time (2026-12-24T18:00:00+01:00)", pauseFrom)
+				}
+				req["from"], start = t.Format(time.RFC3339Nano), t
+			}
 			switch {
 			case until != "" && pauseFor != 0:
 				return usagef("give --until or --for, not both")
 			case pauseFor < 0:
 				return usagef("--for must not be negative, not %s", pauseFor)
 			case pauseFor > 0:
-				req["until"] = time.Now().Add(pauseFor).UTC().Format(time.RFC3339)
+				req["until"] = start.Add(pauseFor).UTC().Format(time.RFC3339Nano)
 			case until != "":
 				t, err := time.Parse(time.RFC3339, until)
 				if err != nil {
@@ -157,7 +169,8 @@ token is read as trigger reads it.`,
 		}}
 	pause.Flags().StringVar(&reason, "reason", "", "why, shown beside the pause")
 	pause.Flags().StringVar(&until, "until", "", "when the pause ends by itself (RFC 3339); without it or --for it lasts until resumed")
-	pause.Flags().DurationVar(&pauseFor, "for", 0, "how long the pause lasts (until now plus this)")
+	pause.Flags().DurationVar(&pauseFor, "for", 0, "how long the pause lasts (until its start, now or --from, plus this)")
+	pause.Flags().StringVar(&pauseFrom, "from", "", "set the pause ahead: it begins at this time (RFC 3339), and the times due before start runs")
 	resume := &cobra.Command{Use: "resume NAME",
 		Short: "Resume a paused schedule (POST /v1/schedules/NAME/resume)",
 		Long:  `resume lifts the schedule's pause: its next time due starts a run. Exit status 1 when it was not paused.`,

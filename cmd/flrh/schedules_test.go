@@ -317,4 +317,41 @@ func TestSchedulePauseOverTheCLI(t *testing.T) {
 	if waited := time.Since(frozenAt); waited < 3*time.Second {
 		t.Fatalf("a run started %s into a pause of 4 s", waited)
 	}
+
+	// A pause set ahead: the times due before its start and from its end
+	// start runs, none between. A --from that is no time is a usage error;
+	// one already past is refused by the server.
+	if out, code := cli("schedule", "pause", "tick", "--from", "soon", "--url", p.base); code != 2 {
+		t.Fatalf("pause --from soon: %d\n%s", code, out)
+	}
+	if out, code := cli("schedule", "pause", "tick", "--from", "2026-01-01T00:00:00Z", "--url", p.base); code != 1 || !strings.Contains(out, "a pause set ahead starts after now") {
+		t.Fatalf("pause from a time past: %d\n%s", code, out)
+	}
+	from := time.Now().Add(3 * time.Second).Truncate(time.Second)
+	out, code = cli("schedule", "pause", "tick", "--reason", "set ahead", "--from", from.Format(time.RFC3339), "--for", "3s", "--url", p.base)
+	if code != 0 || !strings.Contains(out, `"from": "`+from.UTC().Format(time.RFC3339)+`"`) {
+		t.Fatalf("pause set ahead: %d\n%s", code, out)
+	}
+	until := from.Add(3 * time.Second)
+	var ahead, within, past int
+	for deadline := time.Now().Add(20 * time.Second); past == 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no run after the pause set ahead ended (%d before it, %d within)", ahead, within)
+		}
+		ahead, within, past = 0, 0, 0
+		for _, id := range listRuns(t, p.base) {
+			at, _ := time.Parse(time.RFC3339, strings.TrimPrefix(id, "tick-"))
+			switch {
+			case at.Before(from) && at.After(from.Add(-3*time.Second)):
+				ahead++
+			case at.Before(until) && !at.Before(from):
+				within++
+			case !at.Before(until):
+				past++
+			}
+		}
+	}
+	if ahead == 0 || within != 0 {
+		t.Fatalf("a pause from %s to %s: %d runs due in the seconds before it, %d within it", from.Format(time.RFC3339), until.Format(time.RFC3339), ahead, within)
+	}
 }

@@ -72,6 +72,19 @@ func TestBrowserSchedules(t *testing.T) {
 	}
 	w.run("resume again", press(row+` button[data-act="resume"]`), waitText("#status", "Resumed nightly."), waitText(row+" td.paused", "no"))
 
+	// A pause set ahead (by the command line, say): shown with its start,
+	// and lifted before it begins.
+	from := time.Now().Add(48 * time.Hour)
+	if err := pauses.PauseSchedule(context.Background(), store.PausedSchedule{Name: "nightly", By: "olga", Reason: "year-end freeze", From: from, Until: from.Add(72 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	w.run("a pause set ahead", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(row+`[data-paused="ahead"]`)),
+		waitText(row+" td.paused", "Pause set by olga from "), waitText(row+" td.paused", ": year-end freeze"), waitText(row+` button[data-act="resume"]`, "Lift"))
+	w.run("lifted", press(row+` button[data-act="resume"]`), waitText("#status", "Resumed nightly."), waitText(row+" td.paused", "no"))
+	if list, err := pauses.PausedSchedules(context.Background()); err != nil || len(list) != 0 {
+		t.Fatalf("a pause set ahead, lifted: %+v, %v", list, err)
+	}
+
 	w.run("viewer", chromedp.Click(chromedp.CSS("#token-clear")), chromedp.SendKeys(chromedp.CSS("#token-input"), tokViewer),
 		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)), waitText("#whoami", "vera (viewer)"), chromedp.WaitVisible(chromedp.CSS(row)))
 	disabled := value(w, "disabled", chromedp.Evaluate[[]string](`[...document.querySelectorAll('tr[data-schedule="nightly"] button')].filter(b=>b.disabled).map(b=>b.dataset.act+': '+b.title)`))

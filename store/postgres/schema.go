@@ -990,6 +990,11 @@ CREATE INDEX IF NOT EXISTS follow_ups_by_expiry ON follow_ups (expires_at);
 	{"schedules paused until a time", `
 ALTER TABLE paused_schedules ADD COLUMN IF NOT EXISTS until_at bigint NOT NULL DEFAULT 0;
 `},
+	// 36: a schedule's pause may be set ahead (store.PausedSchedule's
+	// From; 0 holds from when it was paused).
+	{"schedules paused from a later time", `
+ALTER TABLE paused_schedules ADD COLUMN IF NOT EXISTS from_at bigint NOT NULL DEFAULT 0;
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

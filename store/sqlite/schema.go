@@ -656,6 +656,11 @@ CREATE INDEX follow_ups_by_expiry ON follow_ups (expires_at);
 	`
 ALTER TABLE paused_schedules ADD COLUMN until_at INTEGER NOT NULL DEFAULT 0;
 `,
+	// 28: a schedule's pause may be set ahead (store.PausedSchedule's
+	// From, Unix nanoseconds; 0 holds from when it was paused).
+	`
+ALTER TABLE paused_schedules ADD COLUMN from_at INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // Migrations that change no table.

@@ -25,7 +25,7 @@ func testSchedulePausing(t *testing.T, s store.Store, c *Clock) {
 	list, err := p.PausedSchedules(ctx)
 	must(t, err)
 	var never time.Time // no end
-	if got := fmt.Sprint(list); got != fmt.Sprintf("[{hourly pete  %s %s} {nightly olga the ledger is being migrated %s %s}]", c.Now(), never, first, never) {
+	if got := fmt.Sprint(list); got != fmt.Sprintf("[{hourly pete  %s %s %s} {nightly olga the ledger is being migrated %s %s %s}]", c.Now(), never, never, first, never, never) {
 		t.Fatalf("paused %s", got)
 	}
 	if resumed, err := p.ResumeSchedule(ctx, "nightly"); err != nil || !resumed {
@@ -55,7 +55,7 @@ func testSchedulePausing(t *testing.T, s store.Store, c *Clock) {
 	must(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "hourly", By: "olga", Until: c.Now().Add(time.Minute)}))
 	list, err = p.PausedSchedules(ctx)
 	must(t, err)
-	if got := fmt.Sprint(list); got != fmt.Sprintf("[{hourly pete  %s 0001-01-01 00:00:00 +0000 UTC} {weekly olga freeze %s %s}]", list[0].Since, since, until) {
+	if got := fmt.Sprint(list); got != fmt.Sprintf("[{hourly pete  %s %s %s} {weekly olga freeze %s %s %s}]", list[0].Since, never, never, since, never, until) {
 		t.Fatalf("paused until %s", got)
 	}
 	if !list[1].Holds(until.Add(-time.Nanosecond)) || list[1].Holds(until) || !list[0].Holds(until.Add(1e6*time.Hour)) {
@@ -64,10 +64,34 @@ func testSchedulePausing(t *testing.T, s store.Store, c *Clock) {
 	must(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "weekly", By: "pete", Reason: "next freeze"}))
 	list, err = p.PausedSchedules(ctx)
 	must(t, err)
-	if got := fmt.Sprint(list[1]); got != fmt.Sprintf("{weekly pete next freeze %s 0001-01-01 00:00:00 +0000 UTC}", c.Now()) {
+	if got := fmt.Sprint(list[1]); got != fmt.Sprintf("{weekly pete next freeze %s %s %s}", c.Now(), never, never) {
 		t.Fatalf("a pause past its end, paused again: %s", got)
 	}
 	for _, bad := range []time.Time{time.Date(1999, 12, 31, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)} {
 		mustCode(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "yearly", By: "olga", Until: bad}), store.CodeInvalidInput)
+		mustCode(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "yearly", By: "olga", From: bad}), store.CodeInvalidInput)
+	}
+
+	// A pause set ahead reads back with its start, holds from it and not
+	// before; it stands against a later pause as any other; an end not
+	// after its start is refused.
+	from := c.Now().Add(24 * time.Hour).Truncate(time.Microsecond)
+	must(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "yearly", By: "olga", Reason: "year-end freeze", From: from, Until: from.Add(72 * time.Hour)}))
+	set := c.Now()
+	c.Advance(time.Minute)
+	must(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "yearly", By: "pete", Reason: "now"}))
+	mustCode(t, p.PauseSchedule(ctx, store.PausedSchedule{Name: "monthly", By: "olga", From: from, Until: from}), store.CodeInvalidInput)
+	list, err = p.PausedSchedules(ctx)
+	must(t, err)
+	if len(list) != 3 || list[2].Name != "yearly" {
+		t.Fatalf("after a pause set ahead: %v", list)
+	}
+	ahead := list[2]
+	if got := fmt.Sprint(ahead); got != fmt.Sprintf("{yearly olga year-end freeze %s %s %s}", set, from, from.Add(72*time.Hour)) {
+		t.Fatalf("a pause set ahead: %s", got)
+	}
+	if ahead.Holds(from.Add(-time.Nanosecond)) || !ahead.Holds(from) || !ahead.Holds(from.Add(72*time.Hour-1)) || ahead.Holds(from.Add(72*time.Hour)) ||
+		!ahead.Ahead(from.Add(-time.Nanosecond)) || ahead.Ahead(from) || ahead.Over(from) || !ahead.Over(from.Add(72*time.Hour)) {
+		t.Fatalf("a pause from %s until three days on: holds, ahead and over wrong", from)
 	}
 }

@@ -50,16 +50,22 @@ function row(s, reload) {
     return body;
   };
   const p = s.paused;
-  return h('tr', { 'data-schedule': s.name, 'data-paused': p ? 'yes' : 'no' },
+  // A pause set ahead (flrh schedule pause --from) is listed before it
+  // begins: the runs due until then still start.
+  const ahead = p && p.from && new Date(p.from) > new Date();
+  const paused = !p ? h('span', { class: 'muted' }, 'no') :
+    [h('strong', {}, ahead ? 'Pause set' : 'Paused'), ` by ${p.by} ` + (ahead ? `from ${when(p.from)}` : `since ${when(p.since)}`),
+      p.until ? ` until ${when(p.until)}` : '', p.reason ? `: ${p.reason}` : ''];
+  return h('tr', { 'data-schedule': s.name, 'data-paused': p ? (ahead ? 'ahead' : 'yes') : 'no' },
     h('td', {}, h('code', {}, s.name)),
     h('td', {}, h('code', {}, s.cron), ' ', h('span', { class: 'muted' }, s.time_zone)),
     h('td', {}, s.workflow + (s.version ? '@' + s.version : '')),
     h('td', {}, s.next && !s.next.startsWith('0001-') ? when(s.next) : h('span', { class: 'muted' }, 'never again')),
-    h('td', { class: 'paused' }, p ? [h('strong', {}, 'Paused'), ` by ${p.by} since ${when(p.since)}`, p.until ? ` until ${when(p.until)}` : '', p.reason ? `: ${p.reason}` : ''] : h('span', { class: 'muted' }, 'no')),
+    h('td', { class: 'paused' }, paused),
     h('td', { class: 'acts' },
       gate(h('button', { type: 'button', 'data-act': 'trigger', onclick: () => act(s.name, 'trigger', undefined, reload) }, 'Run now'), 'schedule'),
       ' ',
-      p ? gate(h('button', { type: 'button', class: 'primary', 'data-act': 'resume', onclick: () => act(s.name, 'resume', undefined, reload) }, 'Resume'), 'schedule') :
+      p ? gate(h('button', { type: 'button', class: 'primary', 'data-act': 'resume', onclick: () => act(s.name, 'resume', undefined, reload) }, ahead ? 'Lift' : 'Resume'), 'schedule') :
         h('span', {}, reason, ' ', lasts, ' ', gate(h('button', { type: 'button', class: 'danger', 'data-act': 'pause', onclick: () => act(s.name, 'pause', pauseBody(), reload) }, 'Pause'), 'schedule'))));
 }
 

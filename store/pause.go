@@ -85,9 +85,4 @@ func ValidatePause(p PausedSchedule) error {
 }
 
 // ValidateResume checks ResumeSchedule's argument.
-func ValidateResume(name string) error {
-	if name == "" || len(name) > maxScheduleName || !utf8.ValidString(name) {
-		return Errorf(CodeInvalidInput, "resume schedule", "", nil, "a schedule's name is 1 to %d bytes of UTF-8", maxScheduleName)
-	}
-	return nil
-}
+func ValidateResume(name string) error { return ValidateScheduleName("resume schedule", name) }

@@ -2,6 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"flrh.dev/flrh/store"
 )
@@ -59,4 +63,37 @@ func (s *Store) PausedSchedules(ctx context.Context) ([]store.PausedSchedule, er
 		return nil, s.mapErr(op, "", err)
 	}
 	return out, nil
+}
+
+// SetScheduleHead implements store.ScheduleHeads.
+func (s *Store) SetScheduleHead(ctx context.Context, h store.ScheduleHead) error {
+	const op = "set schedule head"
+	if err := store.ValidateScheduleHead(h); err != nil {
+		return err
+	}
+	return s.write(ctx, op, "", func(tx *wtx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO schedule_heads (name, run_id, due_at) VALUES ($1, $2, $3)
+ON CONFLICT (name) DO UPDATE SET run_id = excluded.run_id, due_at = excluded.due_at WHERE excluded.due_at >= schedule_heads.due_at`,
+			h.Name, h.RunID, h.Due.UnixNano())
+		return err
+	})
+}
+
+// ScheduleHead implements store.ScheduleHeads.
+func (s *Store) ScheduleHead(ctx context.Context, name string) (store.ScheduleHead, bool, error) {
+	const op = "schedule head"
+	if err := store.ValidateScheduleName(op, name); err != nil {
+		return store.ScheduleHead{}, false, err
+	}
+	h := store.ScheduleHead{Name: name}
+	var due int64
+	err := s.pool.QueryRow(ctx, `SELECT run_id, due_at FROM schedule_heads WHERE name = $1`, name).Scan(&h.RunID, &due)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.ScheduleHead{}, false, nil
+	}
+	if err != nil {
+		return store.ScheduleHead{}, false, s.mapErr(op, "", err)
+	}
+	h.Due = time.Unix(0, due).UTC()
+	return h, true, nil
 }

@@ -995,6 +995,14 @@ ALTER TABLE paused_schedules ADD COLUMN IF NOT EXISTS until_at bigint NOT NULL D
 	{"schedules paused from a later time", `
 ALTER TABLE paused_schedules ADD COLUMN IF NOT EXISTS from_at bigint NOT NULL DEFAULT 0;
 `},
+	// 37: each schedule's latest run (store.ScheduleHeads).
+	{"schedules' latest runs", `
+CREATE TABLE IF NOT EXISTS schedule_heads (
+	name text PRIMARY KEY,
+	run_id text NOT NULL,
+	due_at bigint NOT NULL
+);
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

@@ -57,3 +57,40 @@ func (s *Store) PausedSchedules(ctx context.Context) ([]store.PausedSchedule, er
 	}
 	return out, mapErr(op, "", rows.Err())
 }
+
+// SetScheduleHead implements store.ScheduleHeads.
+func (s *Store) SetScheduleHead(ctx context.Context, h store.ScheduleHead) error {
+	const op = "set schedule head"
+	if err := store.ValidateScheduleHead(h); err != nil {
+		return err
+	}
+	return s.write(ctx, op, "", func(ctx context.Context, tx *wtx, _ time.Time) error {
+		_, err := s.exec(ctx, tx, `INSERT INTO schedule_heads (name, run_id, due_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (name) DO UPDATE SET run_id = excluded.run_id, due_at = excluded.due_at WHERE excluded.due_at >= schedule_heads.due_at`,
+			h.Name, h.RunID, h.Due.UnixNano())
+		return err
+	})
+}
+
+// ScheduleHead implements store.ScheduleHeads.
+func (s *Store) ScheduleHead(ctx context.Context, name string) (store.ScheduleHead, bool, error) {
+	const op = "schedule head"
+	if err := store.ValidateScheduleName(op, name); err != nil {
+		return store.ScheduleHead{}, false, err
+	}
+	rows, err := s.read(ctx, `SELECT run_id, due_at FROM schedule_heads WHERE name = ?`, name)
+	if err != nil {
+		return store.ScheduleHead{}, false, mapErr(op, "", err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return store.ScheduleHead{}, false, mapErr(op, "", rows.Err())
+	}
+	h := store.ScheduleHead{Name: name}
+	var due int64
+	if err := rows.Scan(&h.RunID, &due); err != nil {
+		return store.ScheduleHead{}, false, mapErr(op, "", err)
+	}
+	h.Due = time.Unix(0, due).UTC()
+	return h, true, nil
+}

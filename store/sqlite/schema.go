@@ -661,6 +661,15 @@ ALTER TABLE paused_schedules ADD COLUMN until_at INTEGER NOT NULL DEFAULT 0;
 	`
 ALTER TABLE paused_schedules ADD COLUMN from_at INTEGER NOT NULL DEFAULT 0;
 `,
+	// 29: each schedule's latest run (store.ScheduleHeads), which a
+	// schedule that does not overlap its runs waits on.
+	`
+CREATE TABLE schedule_heads (
+	name TEXT PRIMARY KEY,
+	run_id TEXT NOT NULL,
+	due_at INTEGER NOT NULL
+) STRICT;
+`,
 }
 
 // Migrations that change no table.

@@ -87,6 +87,7 @@ func Run(t *testing.T, open Opener) {
 		{"SharedLimits", testSharedLimits},
 		{"DeliveryParking", testDeliveryParking},
 		{"SchedulePausing", testSchedulePausing},
+		{"ScheduleHeads", testScheduleHeads},
 		{"FollowUps", testFollowUps},
 	}
 	for _, tc := range tests {

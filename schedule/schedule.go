@@ -62,7 +62,17 @@ type Spec struct {
 	// Actor is who the runs are started as (an agent): schedule:NAME when
 	// left out.
 	Actor string `json:"actor,omitempty"`
+	// Overlap is what a time due does while the schedule's latest run is
+	// still going: "allow" (left out) starts its run beside it; "skip"
+	// starts none, counted skipped, and is not started late either.
+	Overlap string `json:"overlap,omitempty"`
 }
+
+// Overlap policies.
+const (
+	OverlapAllow = "allow"
+	OverlapSkip  = "skip"
+)
 
 // Names are the named values a schedule's templates take:
 //
@@ -123,6 +133,7 @@ type entry struct {
 	input   *jsontemplate.Template
 	catchUp time.Duration
 	actor   string
+	skip    bool // Overlap "skip"
 }
 
 func compile(s Spec) (*entry, error) {
@@ -149,6 +160,13 @@ func compile(s Spec) (*entry, error) {
 			return nil, fmt.Errorf("catch_up_seconds: %d is not from 0 to a year", *s.CatchUpSeconds)
 		}
 		e.catchUp = time.Duration(*s.CatchUpSeconds) * time.Second
+	}
+	switch s.Overlap {
+	case "", OverlapAllow:
+	case OverlapSkip:
+		e.skip = true
+	default:
+		return nil, fmt.Errorf("overlap: %q is not allow or skip", s.Overlap)
 	}
 	if e.actor == "" {
 		e.actor = "schedule:" + s.Name
@@ -223,6 +241,16 @@ type Config struct {
 	// Pauses, when set, holds which schedules an operator paused (the
 	// store every server shares): their times due start nothing.
 	Pauses store.SchedulePausing
+	// Heads, when set, records each schedule's latest run before it is
+	// started, and Runs reads how that run stands: a schedule whose
+	// overlap is "skip" needs both (the store every server shares).
+	Heads store.ScheduleHeads
+	Runs  RunReader
+}
+
+// RunReader reads a run's header (store.Store's Run).
+type RunReader interface {
+	Run(ctx context.Context, runID string) (store.Run, error)
 }
 
 // Scheduler starts the runs of its schedules when they are due.
@@ -250,7 +278,7 @@ func New(specs []Spec, cfg Config) (*Scheduler, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Scheduler{cfg: cfg, fires: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_schedule_fires_total",
-		Help: "Times a schedule was due, by what came of them: started, existed (started before, or by another server), missed (found past the catch-up window), paused (an operator paused the schedule), failed."},
+		Help: "Times a schedule was due, by what came of them: started, existed (started before, or by another server), missed (found past the catch-up window), paused (an operator paused the schedule), skipped (its latest run still going, with overlap skip), failed."},
 		[]string{"schedule", "outcome"})}
 	var err error
 	if s.entries, err = s.compileAll(specs); err != nil {
@@ -271,6 +299,9 @@ func (s *Scheduler) compileAll(specs []Spec) ([]*entry, error) {
 		e, err := compile(spec)
 		if err != nil {
 			return nil, fmt.Errorf("schedule %s: %w", spec.Name, err)
+		}
+		if e.skip && (s.cfg.Heads == nil || s.cfg.Runs == nil) {
+			return nil, fmt.Errorf("schedule %s: overlap skip waits on the schedule's latest run, which this server's store does not keep", spec.Name)
 		}
 		wf, err := s.workflow(spec)
 		if err != nil {
@@ -403,12 +434,20 @@ func (s *Scheduler) pass(ctx context.Context) time.Time {
 					break
 				}
 			}
+			busy, err := "", error(nil)
 			if p, ok := paused[e.spec.Name]; ok && p.Holds(due) {
 				s.count(e, outcomePaused)
 				s.cfg.Logger.Info("scheduled run not started: the schedule is paused", "schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339), "paused_by", p.By)
 			} else if now.Sub(due) > e.catchUp {
 				s.count(e, outcomeMissed)
 				s.cfg.Logger.Warn("scheduled run missed", "schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339), "late", now.Sub(due).Round(time.Second).String(), "catch_up", e.catchUp.String())
+			} else if busy, err = s.overlapping(ctx, e, due); err != nil {
+				s.cfg.Logger.Warn("schedule's latest run not read; trying again", "schedule", e.spec.Name, "err", err.Error())
+				retrying = true
+				break
+			} else if busy != "" {
+				s.count(e, outcomeSkipped)
+				s.cfg.Logger.Info("scheduled run not started: the schedule's latest run is still going", "schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339), "going", busy)
 			} else if _, outcome, _ := s.start(ctx, e, due); outcome == outcomeRetry {
 				// The same time again in a while, not at once: the store
 				// that could not be reached is given time to come back.
@@ -434,8 +473,37 @@ const (
 	outcomeFailed  = "failed"
 	outcomeMissed  = "missed"
 	outcomePaused  = "paused"
+	outcomeSkipped = "skipped"
 	outcomeRetry   = "retry" // not counted: the time is tried again
 )
+
+// overlapping is, for a schedule that does not overlap its runs, the id
+// of its latest run while that is still going ("" when it has ended, or
+// is the run of this very time due, which another server started).
+func (s *Scheduler) overlapping(ctx context.Context, e *entry, due time.Time) (string, error) {
+	if !e.skip {
+		return "", nil
+	}
+	h, ok, err := s.cfg.Heads.ScheduleHead(ctx, e.spec.Name)
+	if err != nil || !ok {
+		return "", err
+	}
+	if runID, _, err := e.render(due); err == nil && runID == h.RunID {
+		return "", nil
+	}
+	r, err := s.cfg.Runs.Run(ctx, h.RunID)
+	switch {
+	case store.CodeOf(err) == store.CodeNotFound:
+		// Named before it was started, and never started (a refused
+		// input, a process killed between): nothing is going.
+		return "", nil
+	case err != nil:
+		return "", err
+	case r.Outcome != "":
+		return "", nil
+	}
+	return h.RunID, nil
+}
 
 // start starts the run of a time due and says what came of it: the run's
 // id, the outcome, and the error of a failure or a retry.
@@ -445,6 +513,11 @@ func (s *Scheduler) start(ctx context.Context, e *entry, due time.Time) (runID, 
 	var wf runner.Workflow
 	if err == nil {
 		wf, err = s.workflow(e.spec)
+	}
+	if err == nil && s.cfg.Heads != nil {
+		// Named first: a run a scheduler started always has a head,
+		// whatever becomes of this process before the next line.
+		err = s.cfg.Heads.SetScheduleHead(ctx, store.ScheduleHead{Name: e.spec.Name, RunID: runID, Due: due})
 	}
 	if err == nil {
 		err = s.cfg.Runner.StartWithUsage(ctx, runID, wf.ID(), wf.Version(), input, runner.Usage{}, e.by())
@@ -475,6 +548,9 @@ type Info struct {
 	Workflow string    `json:"workflow"`
 	Version  string    `json:"version,omitempty"`
 	Next     time.Time `json:"next"` // zero when it is due never again
+	// Overlap is "skip" for a schedule that starts no run while its
+	// latest is going; left out, it overlaps them.
+	Overlap string `json:"overlap,omitempty"`
 	// Paused, when set, says who paused the schedule, why, since when
 	// and until when: its times due start nothing until it is resumed or
 	// its end comes. A pause set ahead is shown too, with its start.
@@ -525,6 +601,9 @@ func (s *Scheduler) List(ctx context.Context) ([]Info, error) {
 func (e *entry) info(now time.Time, paused map[string]store.PausedSchedule) Info {
 	in := Info{Name: e.spec.Name, Cron: e.spec.Cron, TimeZone: e.loc.String(), Workflow: e.spec.Workflow, Version: e.spec.Version,
 		Next: e.cron.Next(now.In(e.loc)).UTC()}
+	if e.skip {
+		in.Overlap = OverlapSkip
+	}
 	if p, ok := paused[e.spec.Name]; ok && (p.Holds(now) || p.Ahead(now)) {
 		in.Paused = pauseOf(p)
 	}

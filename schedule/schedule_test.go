@@ -601,3 +601,108 @@ func TestSchedulePauseAndResume(t *testing.T) {
 		t.Fatalf("refused pauses wrote one: %+v, %v", list[0].Paused, err)
 	}
 }
+
+// lasting reads the runs a starter started as lasting d from the time in
+// their id ({$schedule}-{$time}) on the fake clock; a run it did not
+// start is not found.
+type lasting struct {
+	st *starter
+	c  **clock
+	d  time.Duration
+}
+
+func (l lasting) Run(_ context.Context, runID string) (store.Run, error) {
+	l.st.mu.Lock()
+	started := slices.Contains(l.st.started, runID)
+	l.st.mu.Unlock()
+	if !started {
+		return store.Run{}, store.Errorf(store.CodeNotFound, "run", runID, nil, "no run")
+	}
+	_, at, _ := strings.Cut(runID, "-")
+	due, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return store.Run{}, err
+	}
+	r := store.Run{ID: runID}
+	if !(*l.c).Now().Before(due.Add(l.d)) {
+		r.Outcome = "success"
+	}
+	return r, nil
+}
+
+// A schedule that does not overlap its runs starts none while its latest
+// is going, counted skipped, and not late either; a scheduler started
+// anew (a restart, another server) waits on the same run, through the
+// store; the run of the very time due, started by another server, is
+// not a reason to skip it; a head whose run never started holds nothing.
+func TestSchedulerOverlapSkip(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "flrh.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	text := func(overlap string) string {
+		return `{"schedules":[{"name":"m","cron":"*/10 * * * *","workflow":"refund-agent","overlap":"` + overlap + `",
+ "input":{"refunds":[{"id":"{$local}","amount":1,"payee":"p","reason":"r"}]}}]}`
+	}
+	// The run of 12:00 is started by another server (found existing).
+	started := &starter{started: []string{"m-2026-12-07T12:00:00Z"}, fail: func(runID string) error {
+		if runID == "m-2026-12-07T12:00:00Z" {
+			return store.Errorf(store.CodeExists, "create run", runID, nil, "exists")
+		}
+		return nil
+	}}
+	run := func(overlap, from, to string) *prometheus.Registry {
+		ctx, cancel := context.WithCancel(context.Background())
+		c := &clock{now: utc(from), end: utc(to), cancel: cancel}
+		reg := prometheus.NewRegistry()
+		s, err := schedule.New(specs(t, text(overlap)), schedule.Config{Runner: started, Workflows: workflows, Clock: c.Now, Sleep: c.Sleep, Metrics: reg,
+			Heads: st, Runs: lasting{st: started, c: &c, d: 25 * time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Run(ctx)
+		return reg
+	}
+	// Its head written: this server's 12:00 is not skipped for it (and
+	// finds it started).
+	if err := st.SetScheduleHead(context.Background(), store.ScheduleHead{Name: "m", RunID: "m-2026-12-07T12:00:00Z", Due: utc("2026-12-07 12:00:00")}); err != nil {
+		t.Fatal(err)
+	}
+	first := run("skip", "2026-12-07 11:59:59", "2026-12-07 12:35:00")
+	second := run("skip", "2026-12-07 12:35:00", "2026-12-07 13:05:00")
+	want := []string{"m-2026-12-07T12:00:00Z", "m-2026-12-07T12:30:00Z", "m-2026-12-07T13:00:00Z"}
+	if !slices.Equal(started.started, want) {
+		t.Fatalf("started %v, want %v", started.started, want)
+	}
+	for i, reg := range []*prometheus.Registry{first, second} {
+		if n := count(reg, "m", "skipped"); n != 2 {
+			t.Errorf("scheduler %d skipped %v, want 2 (12:10 and 12:20, then 12:40 and 12:50)", i+1, n)
+		}
+	}
+	if n := count(first, "m", "existed"); n != 1 {
+		t.Errorf("12:00 found started %v times, want once", n)
+	}
+	if h, _, err := st.ScheduleHead(context.Background(), "m"); err != nil || h.RunID != "m-2026-12-07T13:00:00Z" {
+		t.Fatalf("the head: %+v, %v", h, err)
+	}
+	// A head whose run was never started (refused, or its process
+	// killed between) holds nothing back; overlap allow starts each.
+	if err := st.SetScheduleHead(context.Background(), store.ScheduleHead{Name: "m", RunID: "never-started", Due: utc("2026-12-07 13:59:00")}); err != nil {
+		t.Fatal(err)
+	}
+	started.started, started.fail = nil, nil
+	run("skip", "2026-12-07 13:59:59", "2026-12-07 14:05:00")
+	run("allow", "2026-12-07 14:05:00", "2026-12-07 14:35:00")
+	want = []string{"m-2026-12-07T14:00:00Z", "m-2026-12-07T14:10:00Z", "m-2026-12-07T14:20:00Z", "m-2026-12-07T14:30:00Z"}
+	if !slices.Equal(started.started, want) {
+		t.Fatalf("started %v, want %v", started.started, want)
+	}
+	// Skip needs a store that keeps heads; an overlap unknown is refused.
+	if _, err := schedule.New(specs(t, text("skip")), schedule.Config{Runner: started, Workflows: workflows}); err == nil || !strings.Contains(err.Error(), "overlap skip waits on the schedule's latest run") {
+		t.Fatalf("skip without heads: %v", err)
+	}
+	if _, err := schedule.Parse([]byte(text("queue")), false); err == nil || !strings.Contains(err.Error(), `overlap: "queue" is not allow or skip`) {
+		t.Fatalf("an unknown overlap: %v", err)
+	}
+}

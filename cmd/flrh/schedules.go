@@ -222,6 +222,6 @@ func checkSchedulesStart(ctx context.Context, specs []schedule.Spec, refs []stri
 	if err != nil {
 		return err
 	}
-	_, err = schedule.New(specs, schedule.Config{Runner: r, Workflows: func() []runner.Workflow { return wfs }})
+	_, err = schedule.New(specs, schedule.Config{Runner: r, Workflows: func() []runner.Workflow { return wfs }, Heads: st, Runs: st})
 	return err
 }

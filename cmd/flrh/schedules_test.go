@@ -355,3 +355,68 @@ func TestSchedulePauseOverTheCLI(t *testing.T) {
 		t.Fatalf("a pause from %s to %s: %d runs due in the seconds before it, %d within it", from.Format(time.RFC3339), until.Format(time.RFC3339), ahead, within)
 	}
 }
+
+// TestScheduleOverlapOverTheCLI: a schedule due every second with
+// overlap skip, whose run waits for an approval, starts no second run
+// while the first is going, across a SIGKILL and a restart (the latest
+// run is in the store); once the first is cancelled, the next time due
+// starts one.
+func TestScheduleOverlapOverTheCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "schedules.yaml")
+	if err := os.WriteFile(file, []byte(`schedules:
+  - name: sweep
+    cron: "* * * * * *"
+    overlap: skip
+    workflow: refund-agent
+    input: {refunds: [{id: "s-{$local}", amount: 900, payee: carol, reason: sweep}]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sandbox := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	serve := func() *serveProc {
+		return startServe(t, bin, nil, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sandbox+"/v1/effects", "--schedules", file)
+	}
+	p := serve()
+	for deadline := time.Now().Add(30 * time.Second); len(listRuns(t, p.base)) == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no run after 30 s")
+		}
+	}
+	time.Sleep(3 * time.Second)
+	first := listRuns(t, p.base)
+	if len(first) != 1 {
+		t.Fatalf("runs while the first waits for its approval: %v", first)
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+	p = serve()
+	time.Sleep(2500 * time.Millisecond)
+	if runs := listRuns(t, p.base); len(runs) != 1 {
+		t.Fatalf("runs after a restart while the first waits: %v", runs)
+	}
+	if !strings.Contains(p.stderr.String(), "the schedule's latest run is still going") {
+		t.Fatalf("the restarted process does not log the skip:\n%s", p.stderr)
+	}
+	resp, err := http.Post(p.base+"/v1/runs/"+first[0]+"/cancel", "application/json", strings.NewReader(`{"reason":"enough"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusOK {
+		t.Fatalf("cancel: %d", resp.StatusCode)
+	}
+	for deadline := time.Now().Add(15 * time.Second); len(listRuns(t, p.base)) < 2; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no second run after the first was cancelled")
+		}
+	}
+	time.Sleep(2 * time.Second)
+	if runs := listRuns(t, p.base); len(runs) != 2 {
+		t.Fatalf("runs once the second waits for its approval: %v", runs)
+	}
+}

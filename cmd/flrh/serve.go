@@ -425,7 +425,9 @@ shutdown, or lapsed two --prune-every after a crash).`,
 		var scheduler *schedule.Scheduler
 		if schedules != nil {
 			pauses, _ := store.SchedulePausingOf(wrapped)
-			if scheduler, err = schedule.New(schedules, schedule.Config{Runner: r, Workflows: catalog.Workflows, Logger: log, Metrics: metricsReg, Pauses: pauses}); err != nil {
+			heads, _ := store.ScheduleHeadsOf(wrapped)
+			if scheduler, err = schedule.New(schedules, schedule.Config{Runner: r, Workflows: catalog.Workflows, Logger: log, Metrics: metricsReg,
+				Pauses: pauses, Heads: heads, Runs: wrapped}); err != nil {
 				return usagef("--schedules %s: %v", *schedulesFile, err)
 			}
 		}

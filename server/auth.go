@@ -181,26 +181,37 @@ func ParseTokens(data []byte) (*Tokens, error) {
 				return nil, fmt.Errorf("token file: /tokens/%d/expires_at: not an RFC 3339 time (2027-03-01T00:00:00Z)", i)
 			}
 		}
-		var rate *ratelimit.Limit
-		switch {
-		case e.Rate == "none" && e.Burst != 0:
-			return nil, fmt.Errorf("token file: /tokens/%d/burst: a token held to no rate has no burst", i)
-		case e.Rate == "none":
-			rate = &ratelimit.Limit{}
-		case e.Rate != "":
-			l, err := ratelimit.Parse(e.Rate, e.Burst)
-			if err != nil {
-				return nil, fmt.Errorf("token file: /tokens/%d/rate: %w", i, err)
-			}
-			rate = &l
-		case e.Burst != 0:
-			return nil, fmt.Errorf("token file: /tokens/%d/burst: a burst is of a rate: give the token's rate too", i)
+		rate, err := rateOf(e.Rate, e.Burst)
+		if err != nil {
+			return nil, fmt.Errorf("token file: /tokens/%d/%w", i, err)
 		}
 		roles := slices.Clone(e.Roles)
 		slices.Sort(roles)
 		t.byDigest[d] = grant{p: Principal{Actor: e.Actor, Roles: slices.Compact(roles), Workflows: sortedScope(e.Workflows), Rate: rate}, expires: expires}
 	}
 	return t, nil
+}
+
+// rateOf reads a rate and its burst as a token file or an identity
+// provider's configuration gives them: nil for none given (the server's
+// applies), the zero Limit for "none". Its error starts with the member
+// at fault ("rate: …", "burst: …").
+func rateOf(rate string, burst int) (*ratelimit.Limit, error) {
+	switch {
+	case rate == "none" && burst != 0:
+		return nil, errors.New("burst: a caller held to no rate has no burst")
+	case rate == "none":
+		return &ratelimit.Limit{}, nil
+	case rate != "":
+		l, err := ratelimit.Parse(rate, burst)
+		if err != nil {
+			return nil, fmt.Errorf("rate: %w", err)
+		}
+		return &l, nil
+	case burst != 0:
+		return nil, errors.New("burst: a burst is of a rate: give the rate too")
+	}
+	return nil, nil
 }
 
 // sortedScope is a scope's workflows sorted, nil for none given (every

@@ -24,6 +24,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/idtoken"
+	"flrh.dev/flrh/ratelimit"
 )
 
 // Defaults and bounds of an identity provider's configuration.
@@ -71,6 +72,18 @@ type IdentityConfig struct {
 	// Introspection, when set, asks the provider whether a token is still
 	// active (introspect.go).
 	Introspection *IntrospectionConfig `json:"introspection,omitempty"`
+	// Rates, when set, holds a caller to the rate its roles claim's values
+	// map to rather than the server's (Principal.Rate): the fastest of
+	// its values', none when one of them is "none".
+	Rates map[string]RateConfig `json:"rates,omitempty"`
+	// rates are Rates read.
+	rates map[string]*ratelimit.Limit
+}
+
+// RateConfig is a rate an identity provider's group is held to.
+type RateConfig struct {
+	Rate  string `json:"rate"`
+	Burst int    `json:"burst,omitempty"`
 }
 
 // NameList is names written as one name or a list of them: claims tried
@@ -140,6 +153,16 @@ func ParseIdentityConfig(data []byte, dir string) (*IdentityConfig, error) {
 	for _, claim := range claims {
 		if strings.HasPrefix(claim.v, "/") && slices.Contains(strings.Split(claim.v[1:], "/"), "") {
 			return nil, bad(claim.ptr, "%q is not a JSON pointer to a claim: an empty step", claim.v)
+		}
+	}
+	if c.Rates != nil {
+		c.rates = map[string]*ratelimit.Limit{}
+		for value, r := range c.Rates { //flrh:orderfree at most one refusal, the same whichever is found
+			l, err := rateOf(r.Rate, r.Burst)
+			if err != nil {
+				return nil, bad("/rates", "%q: %v", value, err)
+			}
+			c.rates[value] = l
 		}
 	}
 	if l := c.Login; l != nil {
@@ -560,7 +583,32 @@ func (id *Identity) principal(t *idtoken.Token) (Principal, *Error) {
 		}
 	}
 	slices.Sort(roles)
-	return Principal{Actor: actor, Roles: slices.Compact(roles), Workflows: id.scope(values)}, nil
+	return Principal{Actor: actor, Roles: slices.Compact(roles), Workflows: id.scope(values), Rate: id.rate(values)}, nil
+}
+
+// rate is the rate a caller whose roles claim holds values is held to:
+// nil (the server's) when no value has one, none when one value's is
+// "none", else the fastest (the larger burst between equals).
+func (id *Identity) rate(values []string) *ratelimit.Limit {
+	var best *ratelimit.Limit
+	for _, v := range values {
+		l, ok := id.cfg.rates[v]
+		switch {
+		case !ok:
+		case l.Count == 0:
+			return l
+		case best == nil, faster(*l, *best):
+			best = l
+		}
+	}
+	return best
+}
+
+// faster reports whether a allows more requests than b: more a second,
+// or as many with a larger burst.
+func faster(a, b ratelimit.Limit) bool {
+	x, y := int64(a.Count)*int64(b.Per), int64(b.Count)*int64(a.Per)
+	return x > y || (x == y && a.Burst > b.Burst)
 }
 
 // scope is the workflows a caller whose roles claim holds values sees:

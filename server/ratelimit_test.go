@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/internal/testidp"
 	"flrh.dev/flrh/ratelimit"
 	"flrh.dev/flrh/runner"
 )
@@ -154,7 +155,7 @@ func TestTokenFileRates(t *testing.T) {
 		`"rate":"0/s"`:                 "/tokens/0/rate",
 		`"rate":"2/s","burst":0`:       "/tokens/0/burst",
 		`"burst":5`:                    "/tokens/0/burst: a burst is of a rate",
-		`"rate":"none","burst":5`:      "/tokens/0/burst: a token held to no rate has no burst",
+		`"rate":"none","burst":5`:      "/tokens/0/burst: a caller held to no rate has no burst",
 		`"rate":"1/h","burst":25`:      "/tokens/0/rate: rate limit \"1/h\": a burst of 25 at this rate spans more than a day",
 		`"rate":"2/s","burst":2000000`: "/tokens/0/burst",
 	} {
@@ -167,5 +168,49 @@ func TestTokenFileRates(t *testing.T) {
 	f := newFixture(t, "")
 	if _, err := New(Config{Store: f.store, Runner: f.runner, Catalog: f.server.cfg.Catalog, RateLimit: bad}); err == nil || !strings.Contains(err.Error(), "spans more than a day") {
 		t.Fatalf("a server's rate spanning days: %v", err)
+	}
+}
+
+// An identity provider's groups map to rates: a caller is held to the
+// fastest of its groups', to none when one is "none", to the server's
+// when none has one; a rate that does not read is refused naming the
+// group.
+func TestIdentityRates(t *testing.T) {
+	k1 := testidp.MustSigner(t, "EdDSA", "k1")
+	p := testidp.NewServer(t, k1)
+	id := newIdentity(t, identityConfig(t, p, `,"rates":{"ci-bots":{"rate":"2/s","burst":10},"batch":{"rate":"100/m"},"peers":{"rate":"120/m","burst":3},"sre":{"rate":"none"}}`))
+	for _, c := range []struct {
+		name   string
+		groups []string
+		want   string
+	}{
+		{"one group", []string{"ci-bots"}, "2/s (burst 10)"},
+		{"the fastest of two", []string{"batch", "ci-bots"}, "2/s (burst 10)"},
+		{"as fast: the larger burst", []string{"peers", "ci-bots"}, "2/s (burst 10)"},
+		{"as fast, the other way round", []string{"ci-bots", "peers"}, "2/s (burst 10)"},
+		{"none among them", []string{"ci-bots", "sre"}, "none"},
+		{"no group with a rate", []string{"staff"}, "the server's"},
+	} {
+		g, aerr := id.grant(context.Background(), idToken(p, k1, "sam", time.Hour, c.groups...), time.Now())
+		if aerr != nil {
+			t.Fatalf("%s: %v", c.name, aerr)
+		}
+		got := "the server's"
+		if g.p.Rate != nil {
+			got = g.p.Rate.String()
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+	for extra, words := range map[string]string{
+		`"rates":{"bots":{"rate":"2/d"}}`:             "/rates/bots/rate",
+		`"rates":{"bots":{"burst":2}}`:                "/rates/bots",
+		`"rates":{"bots":{"rate":"1/h","burst":30}}`:  `/rates: "bots": rate: rate limit "1/h": a burst of 30 at this rate spans more than a day`,
+		`"rates":{"bots":{"rate":"none","burst":30}}`: `/rates: "bots": burst: a caller held to no rate has no burst`,
+	} {
+		if _, err := ParseIdentityConfig([]byte(`{"issuer":"https://idp.example.com","audience":"flrh",`+extra+`}`), t.TempDir()); err == nil || !strings.Contains(err.Error(), words) {
+			t.Errorf("%s: %v; want %q", extra, err, words)
+		}
 	}
 }

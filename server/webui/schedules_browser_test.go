@@ -26,13 +26,14 @@ func TestBrowserSchedules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs, err := schedule.Parse([]byte(`{"schedules":[{"name":"nightly","cron":"30 2 * * *","time_zone":"Europe/Paris","workflow":"refund-agent",
+	specs, err := schedule.Parse([]byte(`{"schedules":[{"name":"nightly","cron":"30 2 * * *","time_zone":"Europe/Paris","workflow":"refund-agent","overlap":"skip",
  "input":{"type":"refund.requested/1","payload":{"refund_id":"n-{$date}","amount":5,"payee":"alice","reason":"nightly goodwill"}}}]}`), false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pauses, _ := store.SchedulePausingOf(w.st)
-	sc, err := schedule.New(specs, schedule.Config{Runner: w.r, Workflows: func() []runner.Workflow { return []runner.Workflow{wf} }, Pauses: pauses})
+	heads, _ := store.ScheduleHeadsOf(w.st)
+	sc, err := schedule.New(specs, schedule.Config{Runner: w.r, Workflows: func() []runner.Workflow { return []runner.Workflow{wf} }, Pauses: pauses, Heads: heads, Runs: w.st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +42,18 @@ func TestBrowserSchedules(t *testing.T) {
 	w.run("the schedules page", chromedp.Navigate(ts.URL+"/ui/#/schedules"),
 		chromedp.SendKeys(chromedp.CSS("#token-input"), tokLead), chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
 		waitText("#whoami", "finance-lead"), chromedp.WaitVisible(chromedp.CSS(row)),
-		waitText(row, "30 2 * * *"), waitText(row, "Europe/Paris"), waitText(row+" td.paused", "no"))
+		waitText(row, "30 2 * * *"), waitText(row, "Europe/Paris · one at a time"), waitText(row+" td.paused", "no"))
 	w.checkA11y("schedules")
 
 	w.run("run now", press(row+` button[data-act="trigger"]`), waitText("#status", "nightly: started run nightly-"))
 	runs, err := w.st.Runs(context.Background(), "", 100)
 	if err != nil || !slices.ContainsFunc(runs, func(r store.Run) bool { return strings.HasPrefix(r.ID, "nightly-") }) {
 		t.Fatalf("no nightly run in the store: %v, %v", runs, err)
+	}
+	// The run triggered is the schedule's latest, which the next time
+	// due waits on.
+	if h, ok, err := heads.ScheduleHead(context.Background(), "nightly"); err != nil || !ok || !strings.HasPrefix(h.RunID, "nightly-") {
+		t.Fatalf("the schedule's head after run now: %+v, %v, %v", h, ok, err)
 	}
 
 	w.run("pause", typeInto(row+` input`, "the ledger is being migrated"), press(row+` button[data-act="pause"]`),

@@ -58,7 +58,8 @@ function row(s, reload) {
       p.until ? ` until ${when(p.until)}` : '', p.reason ? `: ${p.reason}` : ''];
   return h('tr', { 'data-schedule': s.name, 'data-paused': p ? (ahead ? 'ahead' : 'yes') : 'no' },
     h('td', {}, h('code', {}, s.name)),
-    h('td', {}, h('code', {}, s.cron), ' ', h('span', { class: 'muted' }, s.time_zone)),
+    h('td', {}, h('code', {}, s.cron), ' ', h('span', { class: 'muted' }, s.time_zone),
+      s.overlap === 'skip' ? h('span', { class: 'muted', title: 'No run starts while the latest is going' }, ' · one at a time') : ''),
     h('td', {}, s.workflow + (s.version ? '@' + s.version : '')),
     h('td', {}, s.next && !s.next.startsWith('0001-') ? when(s.next) : h('span', { class: 'muted' }, 'never again')),
     h('td', { class: 'paused' }, paused),

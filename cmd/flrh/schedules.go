@@ -178,13 +178,19 @@ token is read as trigger reads it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/resume", "")
 		}}
-	addServerFlags(&url, &tokenEnv, trigger, backfill, pause, resume)
+	list := &cobra.Command{Use: "list",
+		Short: "List the schedules a server runs: next times due, pauses (set ahead too) and overlap (GET /v1/schedules)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return apiCall(cmd, "GET", url, tokenEnv, "/v1/schedules", "")
+		}}
+	addServerFlags(&url, &tokenEnv, list, trigger, backfill, pause, resume)
 	backfill.Flags().StringVar(&from, "from", "", "the first time to fill (RFC 3339)")
 	backfill.Flags().StringVar(&to, "to", "", "the last time to fill (RFC 3339)")
 	backfill.MarkFlagRequired("from")
 	backfill.MarkFlagRequired("to")
-	group := &cobra.Command{Use: "schedule", Short: "Check, trigger, backfill, pause and resume the schedules that start runs on a calendar (see flrh serve --schedules)"}
-	group.AddCommand(check, trigger, backfill, pause, resume)
+	group := &cobra.Command{Use: "schedule", Short: "Check, list, trigger, backfill, pause and resume the schedules that start runs on a calendar (see flrh serve --schedules)"}
+	group.AddCommand(check, list, trigger, backfill, pause, resume)
 	rootCmd.AddCommand(group)
 }
 

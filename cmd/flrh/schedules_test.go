@@ -402,6 +402,9 @@ func TestScheduleOverlapOverTheCLI(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "the schedule's latest run is still going") {
 		t.Fatalf("the restarted process does not log the skip:\n%s", p.stderr)
 	}
+	if out, code := flrhCode(t, bin, nil, "schedule", "list", "--url", p.base); code != 0 || !strings.Contains(out, `"overlap": "skip"`) || !strings.Contains(out, `"name": "sweep"`) {
+		t.Fatalf("schedule list: %d\n%s", code, out)
+	}
 	resp, err := http.Post(p.base+"/v1/runs/"+first[0]+"/cancel", "application/json", strings.NewReader(`{"reason":"enough"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -50,13 +50,18 @@ const (
 //	 "roles_claim": "/realm_access/roles",
 //	 "roles": {"payments-approvers": ["approver"], "sre": ["operator", "reconciler"]}}
 type IdentityConfig struct {
-	Issuer     string              `json:"issuer"`
-	Audience   string              `json:"audience"`
-	JWKSURI    string              `json:"jwks_uri,omitempty"`
-	JWKSFile   string              `json:"jwks_file,omitempty"`
-	ActorClaim NameList            `json:"actor_claim,omitempty"`
-	RolesClaim string              `json:"roles_claim,omitempty"`
-	Roles      map[string][]string `json:"roles,omitempty"`
+	Issuer     string   `json:"issuer"`
+	Audience   string   `json:"audience"`
+	JWKSURI    string   `json:"jwks_uri,omitempty"`
+	JWKSFile   string   `json:"jwks_file,omitempty"`
+	ActorClaim NameList `json:"actor_claim,omitempty"`
+	// ActorDomain, when set, lets an actor claim hold an e-mail address
+	// of this domain (Azure's and Google's usual names): the actor is
+	// its local part, in lower case; an address of another domain is
+	// refused.
+	ActorDomain string              `json:"actor_domain,omitempty"`
+	RolesClaim  string              `json:"roles_claim,omitempty"`
+	Roles       map[string][]string `json:"roles,omitempty"`
 	// Workflows, when set, scopes each caller to the workflows its roles
 	// claim's values map to ("*": every workflow); a caller whose values
 	// map to none sees none (Principal.Workflows).
@@ -554,9 +559,17 @@ func (id *Identity) principal(t *idtoken.Token) (Principal, *Error) {
 		v = nil
 	}
 	actor, isString := v.(string)
+	if local, domain, ok := strings.Cut(actor, "@"); ok && isString && id.cfg.ActorDomain != "" {
+		if !strings.EqualFold(domain, id.cfg.ActorDomain) {
+			return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "identity token: the claim %q names an address outside %s, the only domain whose people act here", name, id.cfg.ActorDomain)
+		}
+		actor = strings.ToLower(local)
+	}
 	switch {
 	case v == nil:
 		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "identity token: no claim %s to name the actor by", quotedList(id.cfg.ActorClaim))
+	case isString && id.cfg.ActorDomain == "" && strings.Contains(actor, "@"):
+		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "identity token: the claim %q is an e-mail address: set actor_domain to name people by their addresses of one domain, or choose another actor_claim", name)
 	case !isString || !cjson.ValidID(actor):
 		return Principal{}, apiErr(http.StatusUnauthorized, TypeUnauthenticated, "", "identity token: the claim %q is not an actor name (a letter or digit, then letters, digits and . _ : / -, at most %d): choose another actor_claim", name, cjson.MaxIDLength)
 	}

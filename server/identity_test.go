@@ -140,7 +140,7 @@ func TestIdentityAuthenticates(t *testing.T) {
 		{"the token file's still", tokOperator, 200, "oscar", "[operator]", ""},
 		{"expired", idToken(p, k1, "alice", -2*time.Minute, "payments-approvers"), 401, "", "", "identity token: the token expired at"},
 		{"no group flrh knows", idToken(p, k1, "eve", hour, "staff"), 403, "", "", "actor eve (roles ) may not read"},
-		{"an e-mail for a name", idToken(p, k1, "alice@example.com", hour, "sre"), 401, "", "", `the claim "preferred_username" is not an actor name`},
+		{"an e-mail for a name", idToken(p, k1, "alice@example.com", hour, "sre"), 401, "", "", `the claim "preferred_username" is an e-mail address: set actor_domain`},
 		{"another audience", k1.Token(map[string]any{"iss": p.URL, "aud": "grafana", "preferred_username": "alice", "exp": time.Now().Add(hour).Unix()}, nil), 401, "", "", `for "grafana", not for "flrh"`},
 		{"another provider", k1.Token(map[string]any{"iss": "https://evil.example", "aud": "flrh", "preferred_username": "alice", "exp": time.Now().Add(hour).Unix()}, nil), 401, "", "", "issued by"},
 		{"signed by a stranger under k1", func() string { s := *stranger; s.Kid = "k1"; return idToken(p, &s, "alice", hour, "sre") }(), 401, "", "", "does not verify"},
@@ -527,5 +527,46 @@ func TestIntrospection(t *testing.T) {
 	}
 	if m := string(f.get("/metrics", tokViewer).body); !strings.Contains(m, `flrh_identity_tokens_refused_total{reason="inactive"}`) || !strings.Contains(m, `flrh_identity_tokens_refused_total{reason="introspection_failed"} 1`) {
 		t.Fatal("the refusals are not counted")
+	}
+}
+
+// An actor claim holding e-mail addresses (Azure's upn, Google's email)
+// names people of the actor_domain by their local part in lower case;
+// another domain's address, one whose local part is no actor name, and
+// any address without actor_domain are refused, saying why.
+func TestIdentityActorDomain(t *testing.T) {
+	k1 := testidp.MustSigner(t, "EdDSA", "k1")
+	p := testidp.NewServer(t, k1)
+	withDomain := newIdentity(t, identityConfig(t, p, `,"actor_domain":"example.com"`))
+	without := newIdentity(t, identityConfig(t, p, ""))
+	for _, c := range []struct {
+		name   string
+		id     *Identity
+		person string
+		want   string
+	}{
+		{"an address of the domain", withDomain, "alice@example.com", "alice"},
+		{"in another case", withDomain, "Alice.Smith@EXAMPLE.com", "alice.smith"},
+		{"a plain name still", withDomain, "bob", "bob"},
+		{"another domain", withDomain, "mallory@example.org", "names an address outside example.com"},
+		{"a subdomain", withDomain, "eve@mail.example.com", "names an address outside example.com"},
+		{"a local part that is no actor name", withDomain, "al+ops@example.com", "is not an actor name"},
+		{"two at signs", withDomain, "a@b@example.com", "names an address outside example.com"},
+		{"no local part", withDomain, "@example.com", "is not an actor name"},
+		{"without actor_domain", without, "alice@example.com", "is an e-mail address: set actor_domain"},
+	} {
+		g, aerr := c.id.grant(context.Background(), idToken(p, k1, c.person, time.Hour, "sre"), time.Now())
+		got := ""
+		if aerr != nil {
+			got = aerr.Message
+		} else {
+			got = g.p.Actor
+		}
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s (%s): %q, want %q", c.name, c.person, got, c.want)
+		}
+	}
+	if _, err := ParseIdentityConfig([]byte(`{"issuer":"https://idp.example.com","audience":"flrh","actor_domain":"not a domain"}`), t.TempDir()); err == nil || !strings.Contains(err.Error(), "/actor_domain") {
+		t.Fatalf("a domain that is none: %v", err)
 	}
 }

@@ -197,8 +197,8 @@ func TestNewRefusesEmailRoutes(t *testing.T) {
 		"too many":              {good(func(r *Route) { r.To = slices.Repeat([]string{"a@example.com"}, MaxRecipients+1) }), "more than 50"},
 		"a template":            {good(func(r *Route) { r.Template = "{}" }), "takes no template"},
 		"an unknown kind":       {good(func(r *Route) { r.Kinds = []string{"paged"} }), `"paged" is not a kind`},
-		"a webhook's from":      {Route{Name: "hook", URL: "https://x.example/h", Secret: secret, From: "flrh@example.com"}, "from, to and oauth2 are an e-mail route's"},
-		"a webhook's oauth2":    {Route{Name: "hook", URL: "https://x.example/h", Secret: secret, OAuth2: &OAuth2{}}, "from, to and oauth2 are an e-mail route's"},
+		"a webhook's from":      {Route{Name: "hook", URL: "https://x.example/h", Secret: secret, From: "flrh@example.com"}, "from, to and oauth2 are an e-mail or SMS route's"},
+		"a webhook's oauth2":    {Route{Name: "hook", URL: "https://x.example/h", Secret: secret, OAuth2: &OAuth2{}}, "from, to and oauth2 are an e-mail or SMS route's"},
 		"oauth2 and a password": {good(func(r *Route) { r.OAuth2 = oauth2Client() }), "the URL holds no password"},
 		"oauth2, no mailbox":    {good(func(r *Route) { r.URL, r.OAuth2 = "smtp://mail.example.com", oauth2Client() }), "names the mailbox as its user"},
 		"oauth2 over http": {good(func(r *Route) {

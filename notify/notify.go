@@ -636,6 +636,9 @@ func (n *Notifier) send(ctx context.Context, r *Route, no store.Notice, attempt 
 		}
 		return 0, ""
 	}
+	if r.Format == FormatSMS {
+		return n.sendSMS(ctx, r, no, wait)
+	}
 	body, err := n.body(r, no)
 	if err != nil {
 		return wait, "the notice's body is not JSON: " + err.Error()
@@ -666,7 +669,7 @@ type posted struct {
 	wait   time.Duration
 }
 
-// post posts a JSON body to url with header's fields besides the content
+// post posts a body (JSON unless header says otherwise) to url with header's fields besides the content
 // type and user agent. The wait is wait, lengthened to the receiver's
 // Retry-After (at most MaxDelay). err is a request that cannot be made.
 func (n *Notifier) post(ctx context.Context, url string, body []byte, header http.Header, wait time.Duration) (posted, error) {
@@ -675,7 +678,9 @@ func (n *Notifier) post(ctx context.Context, url string, body []byte, header htt
 		return posted{}, err
 	}
 	req.Header = header
-	req.Header.Set("Content-Type", "application/json")
+	if req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("User-Agent", "flrh-notify/1")
 	resp, err := n.client.Do(req)
 	if err != nil {

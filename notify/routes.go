@@ -39,7 +39,8 @@ type Route struct {
 	// takes every workflow's.
 	Workflows []string
 	// From and To are an e-mail route's sender and recipients, each a
-	// bare address (name@example.com).
+	// bare address (name@example.com); or an SMS route's sender and the
+	// one number it texts (FormatSMS).
 	From string
 	To   []string
 	// OAuth2, on an e-mail route, logs in to the mail server with an
@@ -140,8 +141,14 @@ func checkRoutes(routes []Route) error {
 			}
 			continue
 		}
+		if r.Format == FormatSMS {
+			if err := checkSMS(r, where); err != nil {
+				return err
+			}
+			continue
+		}
 		if r.From != "" || r.To != nil || r.OAuth2 != nil {
-			return errors.New(where + "from, to and oauth2 are an e-mail route's (format email)")
+			return errors.New(where + "from, to and oauth2 are an e-mail or SMS route's (format email, sms)")
 		}
 		switch {
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
@@ -323,6 +330,10 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 	switch {
 	case (s.URL == "") == (s.URLEnv == ""):
 		return bad("url", "give the webhook's url, or url_env naming the variable that holds it: one of them")
+	case s.URL != "" && s.Format == FormatSMS:
+		if _, ok := smsAccount(s.URL); !ok {
+			return bad("url", "not a Twilio account's Messages resource (https://api.twilio.com/2010-04-01/Accounts/AC…/Messages.json)")
+		}
 	case s.URL != "" && s.Format == FormatEmail:
 		u, err := url.Parse(s.URL)
 		if err != nil {
@@ -343,10 +354,20 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 	if s.SecretEnv != "" && !envName.MatchString(s.SecretEnv) {
 		return bad("secret_env", "%q is not a variable's name", s.SecretEnv)
 	}
-	if s.Format != "" && s.Format != FormatFlrh && s.Format != FormatSlack && s.Format != FormatTemplate && s.Format != FormatEmail {
-		return bad("format", "%q is not %s, %s, %s or %s", s.Format, FormatFlrh, FormatSlack, FormatTemplate, FormatEmail)
+	if s.Format != "" && s.Format != FormatFlrh && s.Format != FormatSlack && s.Format != FormatTemplate && s.Format != FormatEmail && s.Format != FormatSMS {
+		return bad("format", "%q is not %s, %s, %s, %s or %s", s.Format, FormatFlrh, FormatSlack, FormatTemplate, FormatEmail, FormatSMS)
 	}
-	if s.Format == FormatEmail {
+	if s.Format == FormatSMS {
+		switch {
+		case s.SecretEnv == "":
+			return bad("secret_env", "name the variable holding the Twilio account's auth token")
+		case len(s.Name) > 48:
+			return bad("name", "an SMS route's name is at most 48 letters: each number's route is named NAME.DIGITS")
+		}
+		if member, why := checkSMSNumbers(s.From, s.To); why != "" {
+			return bad(member, "%s", why)
+		}
+	} else if s.Format == FormatEmail {
 		if s.SecretEnv != "" {
 			return bad("secret_env", "an e-mail is not signed: the mail server's credentials go in the URL of url_env")
 		}
@@ -359,7 +380,7 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 			}
 		}
 	} else if s.From != "" || s.To != nil {
-		return bad("from", "from and to are an e-mail route's (format email)")
+		return bad("from", "from and to are an e-mail or SMS route's (format email, sms)")
 	}
 	if o := s.OAuth2; o != nil {
 		switch {

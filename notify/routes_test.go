@@ -321,7 +321,8 @@ func TestParseRoutes(t *testing.T) {
   {"name": "oncall", "url": "https://pager.example.com/flrh", "secret_env": "PAGER_SECRET", "kinds": ["reconciliation_waiting", "run_tripped"]},
   {"name": "audit", "url": "http://127.0.0.1:9000/"},
   {"name": "manager", "url_env": "FLRH_MANAGER_URL", "kinds": ["approval_waiting"], "after": "4h"},
-  {"name": "mail", "url": "smtp://mail.example.com:587", "format": "email", "from": "flrh@example.com", "to": ["finance@example.com"]}
+  {"name": "mail", "url": "smtp://mail.example.com:587", "format": "email", "from": "flrh@example.com", "to": ["finance@example.com"]},
+  {"name": "phones", "url": "https://api.twilio.com/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Messages.json", "secret_env": "TWILIO_AUTH_TOKEN", "format": "sms", "from": "+15550000000", "to": ["+15550000001", "+15550000002"], "kinds": ["approval_waiting"], "after": "30m"}
 ]}`
 	want := []RouteSpec{
 		{Name: "approvals", URLEnv: "FLRH_SLACK_URL", Format: FormatSlack, Kinds: []string{"approval_waiting", "choice_waiting"}, Workflows: []string{"refund-agent"}},
@@ -329,6 +330,8 @@ func TestParseRoutes(t *testing.T) {
 		{Name: "audit", URL: "http://127.0.0.1:9000/"},
 		{Name: "manager", URLEnv: "FLRH_MANAGER_URL", Kinds: []string{"approval_waiting"}, After: "4h"},
 		{Name: "mail", URL: "smtp://mail.example.com:587", Format: FormatEmail, From: "flrh@example.com", To: []string{"finance@example.com"}},
+		{Name: "phones", URL: "https://api.twilio.com/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Messages.json", SecretEnv: "TWILIO_AUTH_TOKEN", Format: FormatSMS,
+			From: "+15550000000", To: []string{"+15550000001", "+15550000002"}, Kinds: []string{"approval_waiting"}, After: "30m"},
 	}
 	got, err := ParseRoutes([]byte(good), false)
 	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
@@ -411,7 +414,15 @@ func TestParseRoutes(t *testing.T) {
 		{"oauth2's secret variable", route(`"name": "b", "url_env": "X", ` + mail + `, ` + oauth2("https://login.example.com/t", "S-1", "mail")), 1, "oauth2", `"S-1" is not a variable's name`},
 		{"oauth2 with a password written", route(`"name": "b", "url": "smtp://u:p@mail.example.com", ` + mail + `, ` + oauth2("https://login.example.com/t", "S", "mail")), 1, "url", "without user or password"},
 		{"oauth2 missing a member", route(`"name": "b", "url_env": "X", ` + mail + `, "oauth2": {"token_url": "https://login.example.com/t"}`), 1, "oauth2", "give client_id and scope"},
-		{"a webhook to someone", route(`"name": "b", "url_env": "X", "to": ["t@example.com"]`), 1, "from", "e-mail route's"},
+		{"a webhook to someone", route(`"name": "b", "url_env": "X", "to": ["t@example.com"]`), 1, "from", "e-mail or SMS route's"},
+		{"sms without its token", route(`"name": "b", "url_env": "X", "format": "sms", "from": "+15550000000", "to": ["+15550000001"]`), 1, "secret_env", "auth token"},
+		{"sms to no one", route(`"name": "b", "url_env": "X", "format": "sms", "secret_env": "T", "from": "+15550000000"`), 1, "to", "one number at least"},
+		{"sms to a name", route(`"name": "b", "url_env": "X", "format": "sms", "secret_env": "T", "from": "+15550000000", "to": ["oncall"]`), 1, "to", `"oncall" is not a number in E.164`},
+		{"sms to one twice", route(`"name": "b", "url_env": "X", "format": "sms", "secret_env": "T", "from": "+15550000000", "to": ["+15550000001", "+15550000001"]`), 1, "to", "named twice"},
+		{"sms from an e-mail", route(`"name": "b", "url_env": "X", "format": "sms", "secret_env": "T", "from": "f@example.com", "to": ["+15550000001"]`), 1, "from", "neither a number"},
+		{"sms elsewhere", route(`"name": "b", "url": "https://api.twilio.com/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Calls.json", "format": "sms", "secret_env": "T", "from": "+15550000000", "to": ["+15550000001"]`), 1, "url", "Messages resource"},
+		{"sms named too long", route(`"name": "` + strings.Repeat("b", 49) + `", "url_env": "X", "format": "sms", "secret_env": "T", "from": "+15550000000", "to": ["+15550000001"]`), 1, "name", "at most 48"},
+		{"sms to eleven", route(`"name": "b", "url_env": "X", "format": "sms", "secret_env": "T", "from": "+15550000000", "to": ["+15550000001","+15550000002","+15550000003","+15550000004","+15550000005","+15550000006","+15550000007","+15550000008","+15550000009","+15550000010","+15550000011"]`), 1, "to", "11 numbers, more than 10"},
 		{"after a negative wait", route(`"name": "b", "url_env": "X", "after": "-1h"`), 1, "after", "not a positive duration"},
 		{"after, of runs that ended", route(`"name": "b", "url_env": "X", "after": "1h", "kinds": ["approval_waiting", "run_ended"]`), 1, "kinds", "run_ended is no run waiting"},
 	} {
@@ -470,6 +481,7 @@ func FuzzParseRoutes(f *testing.F) {
 	f.Add([]byte(`{"routes": [{"name": "a", "url": "https://x.example/h", "kinds": ["run_ended"]}]}`), false)
 	f.Add([]byte("routes:\n  - name: a\n    url_env: X\n    workflows: [w]\n"), true)
 	f.Add([]byte(`{"routes": [{"name": "a", "url_env": "X"}, {"name": "a", "url_env": "Y"}]}`), false)
+	f.Add([]byte(`{"routes": [{"name": "p", "url_env": "X", "secret_env": "T", "format": "sms", "from": "MG0123456789abcdef0123456789abcdef", "to": ["+15550000001"]}]}`), false)
 	f.Add([]byte(`{"routes": [{"name": "m", "url": "smtp://a%40b.example@mail.example.com", "format": "email", "from": "a@b.example", "to": ["c@d.example"], "oauth2": {"token_url": "https://login.example.com/t", "client_id": "c", "client_secret_env": "S", "scope": "mail"}}]}`), false)
 	f.Fuzz(func(t *testing.T, data []byte, yaml bool) {
 		specs, err := ParseRoutes(data, yaml)

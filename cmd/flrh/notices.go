@@ -73,8 +73,8 @@ func (f noticeFlags) routeConfigs() ([]notify.Route, error) {
 		return nil, usagef("--notify-routes %s: %v", f.routes, err)
 	}
 	env := bundle.OSEnv()
-	routes := make([]notify.Route, len(specs))
-	for i, sp := range specs {
+	var routes []notify.Route
+	for _, sp := range specs {
 		r := notify.Route{Name: sp.Name, URL: sp.URL, Format: sp.Format, Template: sp.Template, Kinds: sp.Kinds, Workflows: sp.Workflows,
 			After: sp.AfterDuration(), From: sp.From, To: sp.To}
 		if sp.URLEnv != "" {
@@ -98,7 +98,7 @@ func (f noticeFlags) routeConfigs() ([]notify.Route, error) {
 				}
 				r.OAuth2 = &notify.OAuth2{TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: secret, Scope: o.Scope}
 			}
-			routes[i] = r
+			routes = append(routes, r)
 			continue
 		}
 		name := cmp.Or(sp.SecretEnv, f.secretEnv)
@@ -107,10 +107,15 @@ func (f noticeFlags) routeConfigs() ([]notify.Route, error) {
 			return nil, usagef("--notify-routes: route %q: %v", sp.Name, err)
 		}
 		if secret == "" {
-			return nil, usagef("--notify-routes: route %q: set %s (or %s%s) to the secret its deliveries are signed with", sp.Name, name, name, bundle.FileSuffix)
+			what := "the secret its deliveries are signed with"
+			if sp.Format == notify.FormatSMS {
+				what = "the Twilio account's auth token"
+			}
+			return nil, usagef("--notify-routes: route %q: set %s (or %s%s) to %s", sp.Name, name, name, bundle.FileSuffix, what)
 		}
 		r.Secret = []byte(secret)
-		routes[i] = r
+		// An SMS route naming several numbers is a route per number.
+		routes = append(routes, notify.SMSRoutes(r)...)
 	}
 	return routes, nil
 }

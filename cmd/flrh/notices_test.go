@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -958,5 +959,82 @@ func TestNotifyCheckCommand(t *testing.T) {
 	out, err = flrh(bin, env, "notify", "check", "--notify-routes", routes)
 	if exitStatus(t, err) != exitUsage || !strings.Contains(out, `route "manager": after 100h0m0s is not less than the give-up age`) {
 		t.Fatalf("an escalation past the give-up age: %v\n%s", err, out)
+	}
+}
+
+// TestSMSNoticesThroughServe: an SMS route naming two numbers, its
+// account's auth token in a variable: a run waiting for an approval is
+// texted to each number once, through the account's Messages resource,
+// and the token reaches no log.
+func TestSMSNoticesThroughServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	bin := buildFlrh(t)
+	sb := startQuietSandbox(t, bin)
+	dir := t.TempDir()
+	const account, token = "AC0123456789abcdef0123456789abcdef", "twilio-token-7c41d2"
+	var mu sync.Mutex
+	var texts []url.Values
+	twilio := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		body, _ := io.ReadAll(r.Body)
+		form, _ := url.ParseQuery(string(body))
+		if r.URL.Path != "/2010-04-01/Accounts/"+account+"/Messages.json" || user != account || pass != token {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		texts = append(texts, form)
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(twilio.Close)
+	routes := filepath.Join(dir, "notify-routes.yaml")
+	yaml := "routes:\n  - name: oncall-phones\n    url: " + twilio.URL + "/2010-04-01/Accounts/" + account + "/Messages.json\n" +
+		"    secret_env: TWILIO_AUTH_TOKEN\n    format: sms\n    from: '+15550000000'\n    to: ['+15550000001', '+15550000002']\n    kinds: [approval_waiting]\n"
+	if err := os.WriteFile(routes, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"TWILIO_AUTH_TOKEN=" + token}
+	if out, err := flrh(bin, nil, "serve", "--addr", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "x.db"), "--notify-routes", routes); err == nil ||
+		!strings.Contains(out, `route "oncall-phones": set TWILIO_AUTH_TOKEN (or TWILIO_AUTH_TOKEN_FILE) to the Twilio account's auth token`) {
+		t.Fatalf("without the token: %v\n%s", err, out)
+	}
+	p := startServe(t, bin, env, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sb+"/v1/effects",
+		"--notify-routes", routes, "--notify-link", "https://flrh.example.com")
+	startRefund(t, p.base, "big", 800)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(texts)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("texted %d numbers", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	var to []string
+	for _, f := range texts {
+		to = append(to, f.Get("To"))
+		if f.Get("From") != "+15550000000" || !strings.HasPrefix(f.Get("Body"), "flrh: Run big (refund-agent@1) waits for an approval (1 request)") ||
+			!strings.HasSuffix(f.Get("Body"), "Open the approvals inbox: https://flrh.example.com/ui/#/inbox") {
+			t.Fatalf("a text: %v", f)
+		}
+	}
+	slices.Sort(to)
+	if !slices.Equal(to, []string{"+15550000001", "+15550000002"}) {
+		t.Fatalf("texted %v, want each number once", to)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.exited
+	if strings.Contains(p.stderr.String(), token) {
+		t.Error("the auth token reached the logs")
 	}
 }

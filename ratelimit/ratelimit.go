@@ -82,6 +82,13 @@ func (l Limit) Check() error {
 	return nil
 }
 
+// Faster reports whether l allows more requests than o: more a second,
+// or as many with a larger burst.
+func (l Limit) Faster(o Limit) bool {
+	x, y := int64(l.Count)*int64(o.Per), int64(o.Count)*int64(l.Per)
+	return x > y || (x == y && l.Burst > o.Burst)
+}
+
 // interval is the time one request uses up: Per/Count, in whole
 // nanoseconds.
 func (l Limit) interval() time.Duration { return l.Per / time.Duration(l.Count) }

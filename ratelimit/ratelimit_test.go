@@ -64,6 +64,31 @@ func TestParse(t *testing.T) {
 	}
 }
 
+func TestFaster(t *testing.T) {
+	read := func(text string, burst int) ratelimit.Limit {
+		l, err := ratelimit.Parse(text, burst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	for _, c := range []struct {
+		a, b ratelimit.Limit
+		want bool
+	}{
+		{read("2/s", 0), read("100/m", 0), true},
+		{read("100/m", 0), read("2/s", 0), false},
+		{read("120/m", 10), read("2/s", 3), true}, // as many a second, a larger burst
+		{read("2/s", 3), read("120/m", 10), false},
+		{read("2/s", 3), read("2/s", 3), false},
+		{read("1000000/s", 0), read("1000000/h", 0), true},
+	} {
+		if got := c.a.Faster(c.b); got != c.want {
+			t.Errorf("%v faster than %v: %v", c.a, c.b, got)
+		}
+	}
+}
+
 func TestTake(t *testing.T) {
 	lim, _ := ratelimit.Parse("2/s", 3)
 	var l ratelimit.Limiter

@@ -434,14 +434,13 @@ func (s *Scheduler) pass(ctx context.Context) time.Time {
 					break
 				}
 			}
-			busy, err := "", error(nil)
 			if p, ok := paused[e.spec.Name]; ok && p.Holds(due) {
 				s.count(e, outcomePaused)
 				s.cfg.Logger.Info("scheduled run not started: the schedule is paused", "schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339), "paused_by", p.By)
 			} else if now.Sub(due) > e.catchUp {
 				s.count(e, outcomeMissed)
 				s.cfg.Logger.Warn("scheduled run missed", "schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339), "late", now.Sub(due).Round(time.Second).String(), "catch_up", e.catchUp.String())
-			} else if busy, err = s.overlapping(ctx, e, due); err != nil {
+			} else if busy, err := s.overlapping(ctx, e, due); err != nil {
 				s.cfg.Logger.Warn("schedule's latest run not read; trying again", "schedule", e.spec.Name, "err", err.Error())
 				retrying = true
 				break
@@ -604,7 +603,7 @@ func (e *entry) info(now time.Time, paused map[string]store.PausedSchedule) Info
 	if e.skip {
 		in.Overlap = OverlapSkip
 	}
-	if p, ok := paused[e.spec.Name]; ok && (p.Holds(now) || p.Ahead(now)) {
+	if p, ok := paused[e.spec.Name]; ok && !p.Over(now) {
 		in.Paused = pauseOf(p)
 	}
 	return in
@@ -640,7 +639,8 @@ var ErrNoPauses = errors.New("schedule: this server's store keeps no schedules' 
 // is otherwise a PausedError: one pause is not silently kept in place of
 // another (a pause now, asked while a freeze is set ahead).
 func (s *Scheduler) Pause(ctx context.Context, name, by, reason string, from, until time.Time) (Info, error) {
-	if _, err := s.entry(name); err != nil {
+	e, err := s.entry(name)
+	if err != nil {
 		return Info{}, err
 	}
 	if s.cfg.Pauses == nil {
@@ -666,10 +666,6 @@ func (s *Scheduler) Pause(ctx context.Context, name, by, reason string, from, un
 	}
 	if standing, ok := paused[name]; ok && !covers(standing, from, until) {
 		return Info{}, &PausedError{Name: name, Pause: *pauseOf(standing)}
-	}
-	e, err := s.entry(name)
-	if err != nil {
-		return Info{}, err
 	}
 	return e.info(s.cfg.Clock(), paused), nil
 }
@@ -699,7 +695,7 @@ func (s *Scheduler) Resume(ctx context.Context, name string) (Info, error) {
 	}
 	p, held := paused[name]
 	now := s.cfg.Clock()
-	held = held && (p.Holds(now) || p.Ahead(now))
+	held = held && !p.Over(now)
 	resumed, err := s.cfg.Pauses.ResumeSchedule(ctx, name)
 	if err != nil {
 		return Info{}, err

@@ -81,8 +81,6 @@ type IdentityConfig struct {
 	// map to rather than the server's (Principal.Rate): the fastest of
 	// its values', none when one of them is "none".
 	Rates map[string]RateConfig `json:"rates,omitempty"`
-	// rates are Rates read.
-	rates map[string]*ratelimit.Limit
 }
 
 // RateConfig is a rate an identity provider's group is held to.
@@ -160,15 +158,8 @@ func ParseIdentityConfig(data []byte, dir string) (*IdentityConfig, error) {
 			return nil, bad(claim.ptr, "%q is not a JSON pointer to a claim: an empty step", claim.v)
 		}
 	}
-	if c.Rates != nil {
-		c.rates = map[string]*ratelimit.Limit{}
-		for value, r := range c.Rates { //flrh:orderfree at most one refusal, the same whichever is found
-			l, err := rateOf(r.Rate, r.Burst)
-			if err != nil {
-				return nil, bad("/rates", "%q: %v", value, err)
-			}
-			c.rates[value] = l
-		}
+	if _, err := c.compileRates(); err != nil {
+		return nil, fmt.Errorf("identity provider: %w", err)
 	}
 	if l := c.Login; l != nil {
 		if l.EndSessionEndpoint != "" {
@@ -241,6 +232,7 @@ func (c *IdentityConfig) RefreshEvery() time.Duration {
 type Identity struct {
 	cfg      IdentityConfig
 	verifier idtoken.Verifier
+	rates    map[string]*ratelimit.Limit // cfg.Rates read
 	client   *http.Client
 	log      *slog.Logger
 
@@ -314,6 +306,10 @@ func NewIdentity(ctx context.Context, cfg *IdentityConfig, client *http.Client, 
 	}
 	id := &Identity{cfg: *cfg, verifier: cfg.verifier(), client: client, log: log, refetchAfter: minRefetch}
 	if err := id.verifier.Check(); err != nil {
+		return nil, fmt.Errorf("identity provider: %w", err)
+	}
+	var err error
+	if id.rates, err = cfg.compileRates(); err != nil {
 		return nil, fmt.Errorf("identity provider: %w", err)
 	}
 	if err := id.Refresh(ctx); err != nil {
@@ -599,29 +595,35 @@ func (id *Identity) principal(t *idtoken.Token) (Principal, *Error) {
 	return Principal{Actor: actor, Roles: slices.Compact(roles), Workflows: id.scope(values), Rate: id.rate(values)}, nil
 }
 
+// compileRates reads Rates, by value of the roles claim.
+func (c *IdentityConfig) compileRates() (map[string]*ratelimit.Limit, error) {
+	out := map[string]*ratelimit.Limit{}
+	for value, r := range c.Rates { //flrh:orderfree at most one refusal, the same whichever is found
+		l, err := rateOf(r.Rate, r.Burst)
+		if err != nil {
+			return nil, fmt.Errorf("/rates: %q: %w", value, err)
+		}
+		out[value] = l
+	}
+	return out, nil
+}
+
 // rate is the rate a caller whose roles claim holds values is held to:
 // nil (the server's) when no value has one, none when one value's is
 // "none", else the fastest (the larger burst between equals).
 func (id *Identity) rate(values []string) *ratelimit.Limit {
 	var best *ratelimit.Limit
 	for _, v := range values {
-		l, ok := id.cfg.rates[v]
+		l, ok := id.rates[v]
 		switch {
 		case !ok:
 		case l.Count == 0:
 			return l
-		case best == nil, faster(*l, *best):
+		case best == nil, l.Faster(*best):
 			best = l
 		}
 	}
 	return best
-}
-
-// faster reports whether a allows more requests than b: more a second,
-// or as many with a larger burst.
-func faster(a, b ratelimit.Limit) bool {
-	x, y := int64(a.Count)*int64(b.Per), int64(b.Count)*int64(a.Per)
-	return x > y || (x == y && a.Burst > b.Burst)
 }
 
 // scope is the workflows a caller whose roles claim holds values sees:

@@ -31,10 +31,8 @@ func (p PausedSchedule) Holds(t time.Time) bool {
 	return (p.From.IsZero() || !t.Before(p.From)) && (p.Until.IsZero() || t.Before(p.Until))
 }
 
-// Ahead reports whether the pause is set ahead of t: it begins later.
-func (p PausedSchedule) Ahead(t time.Time) bool { return !p.From.IsZero() && t.Before(p.From) }
-
-// Over reports whether the pause has ended by t.
+// Over reports whether the pause has ended by t: before, it holds or is
+// set ahead to hold.
 func (p PausedSchedule) Over(t time.Time) bool { return !p.Until.IsZero() && !t.Before(p.Until) }
 
 // SchedulePausing is implemented by stores that keep schedules' pauses

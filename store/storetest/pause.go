@@ -91,7 +91,7 @@ func testSchedulePausing(t *testing.T, s store.Store, c *Clock) {
 		t.Fatalf("a pause set ahead: %s", got)
 	}
 	if ahead.Holds(from.Add(-time.Nanosecond)) || !ahead.Holds(from) || !ahead.Holds(from.Add(72*time.Hour-1)) || ahead.Holds(from.Add(72*time.Hour)) ||
-		!ahead.Ahead(from.Add(-time.Nanosecond)) || ahead.Ahead(from) || ahead.Over(from) || !ahead.Over(from.Add(72*time.Hour)) {
-		t.Fatalf("a pause from %s until three days on: holds, ahead and over wrong", from)
+		ahead.Over(from.Add(-time.Nanosecond)) || ahead.Over(from) || !ahead.Over(from.Add(72*time.Hour)) {
+		t.Fatalf("a pause from %s until three days on: holds and over wrong", from)
 	}
 }

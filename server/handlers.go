@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/ratelimit"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/tripwire"
@@ -201,6 +202,11 @@ func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, p Principal) err
 	out := map[string]any{"actor": p.Actor, "roles": p.Roles}
 	if p.scoped() {
 		out["workflows"] = p.Workflows
+	}
+	// The rate the caller is held to, so that an agent can pace itself
+	// rather than learn it from 429s.
+	if lim := s.rateOf(p); lim != (ratelimit.Limit{}) {
+		out["rate"] = map[string]any{"count": lim.Count, "per_seconds": int64(lim.Per / time.Second), "burst": lim.Burst}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -18,14 +18,19 @@ type rates struct {
 	l  ratelimit.Limiter
 }
 
+// rateOf is the rate p is held to: its own, or the server's.
+func (s *Server) rateOf(p Principal) ratelimit.Limit {
+	if p.Rate != nil {
+		return *p.Rate
+	}
+	return s.cfg.RateLimit
+}
+
 // admit spends one of p's requests, or answers 429 with when to come
 // again. A refused request spends nothing, so a caller retrying early is
 // not pushed further back.
 func (s *Server) admit(p Principal) *Error {
-	lim := s.cfg.RateLimit
-	if p.Rate != nil {
-		lim = *p.Rate
-	}
+	lim := s.rateOf(p)
 	if lim == (ratelimit.Limit{}) {
 		return nil
 	}

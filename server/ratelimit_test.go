@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -73,6 +74,13 @@ func TestRateLimits(t *testing.T) {
 	for i := range 30 {
 		if a := f.get("/v1/runs", tokViewer); a.status != 200 {
 			t.Fatalf("the viewer's request %d: %d", i+1, a.status)
+		}
+	}
+	// Each caller is told its rate: the agent its token's, the operator
+	// the server's, the viewer none.
+	for tok, want := range map[string]string{tokViewer: "<nil>", tokApprover: "map[burst:5 count:5 per_seconds:3600]"} {
+		if got := fmt.Sprint(f.get("/v1/whoami", tok).json(t)["rate"]); got != want {
+			t.Errorf("whoami's rate: %s, want %s", got, want)
 		}
 	}
 	// Probes, an unknown token and the approver's own bucket are apart.

@@ -453,7 +453,8 @@ func TestActorClaimsInOrder(t *testing.T) {
 		{"a person", map[string]any{"preferred_username": "alice", "client_id": "flrh-ui", "roles": []string{"approver"}}, "alice", ""},
 		{"a service", map[string]any{"client_id": "ci-runner", "roles": []string{"agent"}}, "ci-runner", ""},
 		{"neither", map[string]any{"sub": "u-1"}, "", `no claim "preferred_username" or "client_id" to name the actor by`},
-		{"a person's name that is no actor name", map[string]any{"preferred_username": "alice@example.com", "client_id": "flrh-ui"}, "", `the claim "preferred_username" is not an actor name`},
+		{"a person's name that is no actor name", map[string]any{"preferred_username": "alice smith", "client_id": "flrh-ui"}, "", `the claim "preferred_username" is not an actor name`},
+		{"a person's address", map[string]any{"preferred_username": "alice@example.com", "client_id": "flrh-ui"}, "", `the claim "preferred_username" is an e-mail address`},
 	} {
 		c.claims["iss"], c.claims["aud"], c.claims["exp"] = p.URL, "flrh", exp
 		g, aerr := id.grant(context.Background(), k1.Token(c.claims, nil), time.Now())

@@ -649,6 +649,13 @@ func (n *Notifier) send(ctx context.Context, r *Route, no store.Notice, attempt 
 	h.Set("Flrh-Notice-Attempt", strconv.Itoa(no.Attempts))
 	h.Set(SignatureHeader, Sign(r.Secret, body, n.cfg.Clock().Unix()))
 	a, err := n.post(ctx, r.URL, body, h, wait)
+	return a.result(err, wait, "the receiver")
+}
+
+// result is what a route's delivery posted came to: no wait and no
+// reason when the receiver (who) took it, else the wait before the next
+// attempt and why not.
+func (a posted) result(err error, wait time.Duration, who string) (time.Duration, string) {
 	switch {
 	case err != nil:
 		return wait, err.Error()
@@ -657,7 +664,7 @@ func (n *Notifier) send(ctx context.Context, r *Route, no store.Notice, attempt 
 	case a.code >= 200 && a.code < 300:
 		return 0, ""
 	}
-	return a.wait, "the receiver answered " + a.status
+	return a.wait, who + " answered " + a.status
 }
 
 // posted is what a POST of a notice came to: why no answer came, or the

@@ -132,15 +132,7 @@ func (n *Notifier) sendSMS(ctx context.Context, r *Route, no store.Notice, wait 
 	h.Set("Content-Type", "application/x-www-form-urlencoded")
 	h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(account+":"+string(r.Secret))))
 	a, err := n.post(ctx, r.URL, []byte(form.Encode()), h, wait)
-	switch {
-	case err != nil:
-		return wait, err.Error()
-	case a.why != "":
-		return wait, a.why
-	case a.code >= 200 && a.code < 300:
-		return 0, ""
-	}
-	return a.wait, "Twilio answered " + a.status
+	return a.result(err, wait, "Twilio")
 }
 
 // smsText is text cut, on a character's boundary, to what one message

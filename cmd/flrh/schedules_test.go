@@ -219,6 +219,31 @@ func TestSchedulesOverTheCLI(t *testing.T) {
 	}
 }
 
+// serveSchedules writes a schedules file and answers the binary and how
+// to start a serve process with it (over one store and sandbox however
+// often it is started); the first start returns once a run is listed.
+func serveSchedules(t *testing.T, yaml string) (string, func() *serveProc) {
+	t.Helper()
+	bin := buildFlrh(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "schedules.yaml")
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sandbox := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
+	started := false
+	return bin, func() *serveProc {
+		p := startServe(t, bin, nil, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sandbox+"/v1/effects", "--schedules", file)
+		for deadline := time.Now().Add(30 * time.Second); !started && len(listRuns(t, p.base)) == 0; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no run after 30 s")
+			}
+		}
+		started = true
+		return p
+	}
+}
+
 // A schedule paused through the CLI starts nothing, across a SIGKILL
 // and a restart (the pause is the store's), until it is resumed; the
 // times due meanwhile are not started late.
@@ -226,29 +251,15 @@ func TestSchedulePauseOverTheCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	bin := buildFlrh(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "schedules.yaml")
-	if err := os.WriteFile(file, []byte(`schedules:
+	bin, serve := serveSchedules(t, `schedules:
   - name: tick
     cron: "* * * * * *"
     catch_up_seconds: 30
     workflow: refund-agent
     input: {refunds: [{id: "t-{$local}", amount: 5, payee: carol, reason: tick}]}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sandbox := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
-	serve := func() *serveProc {
-		return startServe(t, bin, nil, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sandbox+"/v1/effects", "--schedules", file)
-	}
+`)
 	cli := func(args ...string) (string, int) { return flrhCode(t, bin, nil, args...) }
 	p := serve()
-	for deadline := time.Now().Add(30 * time.Second); len(listRuns(t, p.base)) == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no run after 30 s")
-		}
-	}
 	if out, code := cli("schedule", "pause", "tick", "--reason", "the ledger is being migrated", "--url", p.base); code != 0 || !strings.Contains(out, `"reason": "the ledger is being migrated"`) {
 		t.Fatalf("pause: %d\n%s", code, out)
 	}
@@ -365,28 +376,14 @@ func TestScheduleOverlapOverTheCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	bin := buildFlrh(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, "schedules.yaml")
-	if err := os.WriteFile(file, []byte(`schedules:
+	bin, serve := serveSchedules(t, `schedules:
   - name: sweep
     cron: "* * * * * *"
     overlap: skip
     workflow: refund-agent
     input: {refunds: [{id: "s-{$local}", amount: 900, payee: carol, reason: sweep}]}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sandbox := startSandbox(t, bin, filepath.Join(dir, "sandbox.json"))
-	serve := func() *serveProc {
-		return startServe(t, bin, nil, "--store", "sqlite:"+filepath.Join(dir, "flrh.db"), "--destination", sandbox+"/v1/effects", "--schedules", file)
-	}
+`)
 	p := serve()
-	for deadline := time.Now().Add(30 * time.Second); len(listRuns(t, p.base)) == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no run after 30 s")
-		}
-	}
 	time.Sleep(3 * time.Second)
 	first := listRuns(t, p.base)
 	if len(first) != 1 {

@@ -270,6 +270,10 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 		// Slack's url_verification, Discord's PING: the endpoint proves
 		// it is the one the app was given; it is no event.
 		outcome = "handshake"
+		if d.Quiet {
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
 		writeJSON(w, http.StatusOK, d.Handshake)
 		return nil
 	}
@@ -289,6 +293,12 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 	}
 	if err != nil {
 		return err
+	}
+	if d.Quiet {
+		// Discord's webhook events want an empty 204, whatever became of
+		// them; the log and the metric say what did.
+		w.WriteHeader(http.StatusNoContent)
+		return nil
 	}
 	writeTaken(w, t)
 	return nil

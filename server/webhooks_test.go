@@ -215,6 +215,8 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
   "input": {"refunds": [{"id": "{/id}", "amount": "{/amount}", "payee": "hal", "reason": "{$event}"}]}},
  {"name": "bot", "scheme": "discord", "secret_env": "DISCORD_KEY", "workflow": "refund-agent",
   "input": {"refunds": [{"id": "r-{$delivery}", "amount": "{/data/options/0/value}", "payee": "{/member/user/id}", "reason": "{$event}"}]}},
+ {"name": "installs", "scheme": "discord", "secret_env": "DISCORD_KEY", "workflow": "refund-agent", "events": ["APPLICATION_AUTHORIZED"],
+  "run_id": "install-{/event/data/user/id}", "input": {"refunds": [{"id": "welcome-{/event/data/user/id}", "amount": 5, "payee": "{/event/data/user/id}", "reason": "{$event}"}]}},
  {"name": "sms", "scheme": "twilio", "secret_env": "TWILIO_TOKEN", "url": "https://flrh.example.com/v1/hooks/sms", "workflow": "refund-agent",
   "events": ["message.received"], "run_id": "sms-{/MessageSid}",
   "input": {"refunds": [{"id": "r-{/MessageSid}", "amount": 10, "payee": "{/From}", "reason": "{/Body}"}]}}
@@ -240,6 +242,9 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 	}
 	const refundCommand = `{"type":2,"id":"111","data":{"name":"refund","options":[{"name":"amount","value":25}]},"member":{"user":{"id":"u-7"}}}`
 	const emptyCommand = `{"type":2,"id":"112","data":{"name":"refund"},"member":{"user":{"id":"u-7"}}}`
+	const eventPing = `{"version":1,"application_id":"11","type":0}`
+	const installed = `{"version":1,"application_id":"11","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2026-12-07T12:00:00.000000","data":{"user":{"id":"u-9"}}}}`
+	const entitled = `{"version":1,"application_id":"11","type":1,"event":{"type":"ENTITLEMENT_CREATE","timestamp":"2026-12-07T12:00:01.000000","data":{"user_id":"u-9"}}}`
 	twilio := func(token, body string) webhook.Header {
 		return webhook.SignTwilio([]byte(token), "https://flrh.example.com/v1/hooks/sms", webhook.Delivery{}, []byte(body))
 	}
@@ -270,6 +275,11 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		{"an autocompletion, answered with no choices", "bot", discord(app, `{"type":4,"id":"113","data":{"name":"refund"}}`), []byte(`{"type":4,"id":"113","data":{"name":"refund"}}`), 200, `{"data":{"choices":[]},"type":8}`},
 		{"a discord command starts a run", "bot", discord(app, refundCommand), []byte(refundCommand), 200, `{"data":{"content":"Started run bot-111.","flags":64},"type":4}`},
 		{"a command without its amount is refused, said to its sender", "bot", discord(app, emptyCommand), []byte(emptyCommand), 200, `…"content":"Refused: the input: /refunds/0/amount: the body has nothing at {/data/options/0/value}"…`},
+		{"discord's webhook events' PING, answered with nothing", "installs", discord(app, eventPing), []byte(eventPing), 204, ``},
+		{"an install starts a run, answered with nothing", "installs", discord(app, installed), []byte(installed), 204, ``},
+		{"the same event delivered again", "installs", discord(app, installed), []byte(installed), 204, ``},
+		{"an event the hook does not act on", "installs", discord(app, entitled), []byte(entitled), 204, ``},
+		{"an event under another key", "installs", discord(signer, installed), []byte(installed), 401, `…public keys…`},
 		{"an SMS starts a run, answered with empty TwiML", "sms", twilio("twilio-auth-token-0123456789", sms), []byte(sms), 200, twiml},
 		{"its status callback, not acted on", "sms", twilio("twilio-auth-token-0123456789", delivered), []byte(delivered), 200, twiml},
 		{"an SMS under another token", "sms", twilio("not-the-twilio-token-000000", sms), []byte(sms), 401, `…the URL and the form…`},
@@ -310,7 +320,7 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		ids = append(ids, r.ID)
 	}
 	slices.Sort(ids)
-	if want := []string{"bot-111", "chat-398.474.803a", "issues-lin-1", "mentions-Ev42", "signed-ed-1", "sms-SM9"}; !slices.Equal(ids, want) {
+	if want := []string{"bot-111", "chat-398.474.803a", "install-u-9", "issues-lin-1", "mentions-Ev42", "signed-ed-1", "sms-SM9"}; !slices.Equal(ids, want) {
 		t.Fatalf("runs %v, want %v", ids, want)
 	}
 	in, err := f.store.Inbox(ctx, "chat-398.474.803a", false)
@@ -328,6 +338,10 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		`flrh_webhook_deliveries_total{outcome="failed",webhook="bot"} 1`,
 		`flrh_webhook_parked_total{webhook="bot"} 1`,
 		`flrh_webhook_deliveries_total{outcome="started",webhook="sms"} 1`,
+		`flrh_webhook_deliveries_total{outcome="handshake",webhook="installs"} 1`,
+		`flrh_webhook_deliveries_total{outcome="started",webhook="installs"} 1`,
+		`flrh_webhook_deliveries_total{outcome="again",webhook="installs"} 1`,
+		`flrh_webhook_deliveries_total{outcome="ignored",webhook="installs"} 1`,
 		`flrh_webhook_deliveries_total{outcome="ignored",webhook="sms"} 1`,
 	)
 	// The list names the URL Twilio signs, and no key.

@@ -21,6 +21,14 @@ import (
 // Each is named by its id; a person waits on the answer to all but the
 // PING. Autocompletion (type 4) asks for choices flrh does not make: it is
 // answered with none, and starts nothing.
+//
+// Discord also sends an application's events (webhook events: an
+// install, an entitlement bought) to another endpoint, signed alike: an
+// object with "version" 1 and a "type" of 0 (a PING) or 1 (an event,
+// "event" holding its "type", "timestamp" and "data"). Its event is the
+// event's type (APPLICATION_AUTHORIZED); having no id, it is named by its
+// body's digest. No person waits on it, and Discord wants an empty 204
+// for both (Delivery.Quiet).
 
 const (
 	discordPing         = 1
@@ -68,6 +76,9 @@ func discordBody(body []byte, d Delivery) (Delivery, error) {
 		return Delivery{}, refuse(ReasonMalformed, "", "an interaction is an object with an integer \"type\"")
 	}
 	d.Body = doc
+	if _, events := obj["version"]; events {
+		return discordEvent(obj, typ, body, d)
+	}
 	if typ == discordPing {
 		d.Handshake = map[string]any{"type": discordPing}
 		return d, nil
@@ -93,6 +104,37 @@ func discordBody(body []byte, d Delivery) (Delivery, error) {
 	}
 	d.ID, d.Interactive = id, true
 	d.FollowUp = discordFollowUp(obj["application_id"], obj["token"])
+	return d, nil
+}
+
+// Types of a Discord webhook event's payload.
+const (
+	discordEventPing = 0
+	discordEventBody = 1
+)
+
+// discordEvent reads a verified webhook event's payload (obj, of type
+// typ) into d.
+func discordEvent(obj map[string]any, typ int64, body []byte, d Delivery) (Delivery, error) {
+	version, _ := obj["version"].(json.Number)
+	if v, err := version.Int64(); err != nil || v != 1 {
+		return Delivery{}, refuse(ReasonMalformed, "", "a webhook event's payload is of version 1, not %v", obj["version"])
+	}
+	d.Quiet = true
+	switch typ {
+	case discordEventPing:
+		d.Handshake = struct{}{}
+		return d, nil
+	case discordEventBody:
+	default:
+		return Delivery{}, refuse(ReasonMalformed, "", "a webhook event's payload of type %d is not one flrh takes (0, a ping; 1, an event)", typ)
+	}
+	event, _ := obj["event"].(map[string]any)
+	d.Event, _ = event["type"].(string)
+	if d.Event == "" {
+		return Delivery{}, refuse(ReasonMalformed, "", "a webhook event's payload holds an \"event\" object with a string \"type\"")
+	}
+	d.ID = bodyID(body)
 	return d, nil
 }
 

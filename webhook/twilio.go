@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -105,11 +106,7 @@ func (v Verifier) twilioJSON(h Header, sig []byte, urls []string, body []byte) (
 	if err != nil {
 		return Delivery{}, refuse(ReasonMalformed, "", "the body is not JSON: %v", err)
 	}
-	d := Delivery{Body: doc, ID: h.Get("I-Twilio-Idempotency-Token")}
-	if d.ID == "" {
-		sum := sha256.Sum256(body)
-		d.ID = "body:" + hex.EncodeToString(sum[:16])
-	}
+	d := Delivery{Body: doc, ID: cmp.Or(h.Get("I-Twilio-Idempotency-Token"), bodyID(body))}
 	first := doc
 	if list, ok := doc.([]any); ok && len(list) > 0 {
 		first = list[0]
@@ -121,6 +118,13 @@ func (v Verifier) twilioJSON(h Header, sig []byte, urls []string, body []byte) (
 		return Delivery{}, refuse(ReasonMalformed, "", "a delivery id is 1 to %d visible ASCII characters", maxIDBytes)
 	}
 	return d, nil
+}
+
+// bodyID names a delivery whose sender names none by its body's digest:
+// the same bytes sent again are the same delivery.
+func bodyID(body []byte) string {
+	sum := sha256.Sum256(body)
+	return "body:" + hex.EncodeToString(sum[:16])
 }
 
 // TwilioBodyURL is the URL Twilio signs for a JSON body posted to url:

@@ -201,11 +201,15 @@ type Delivery struct {
 	// template reads them exactly. A Slack form (a slash command) is an
 	// object of its fields' strings; an interaction, its payload.
 	Body any
-	// Handshake, when not nil, is what a receiver answers (as JSON) to a
+	// Handshake, when not nil, is what a receiver answers (as JSON, or
+	// nothing when Quiet) to a
 	// sender's check of its endpoint rather than an event, acting on it
 	// no further: Slack's url_verification ({"challenge": …}), Discord's
 	// PING ({"type": 1}). ID is then empty.
 	Handshake any
+	// Quiet reports that the sender wants an empty 204 answer, to a
+	// handshake and to an event alike (Discord's webhook events).
+	Quiet bool
 	// Interactive reports that a person waits on the answer (a Slack
 	// slash command or interaction, a Discord interaction): the sender
 	// shows them what the receiver answers, which Reply writes.

@@ -426,8 +426,17 @@ func TestAddKey(t *testing.T) {
 	}
 }
 
+// appAuthorized is a Discord webhook event, and appAuthorizedID the
+// delivery id its body's digest makes.
+const (
+	appAuthorized   = `{"version":1,"application_id":"11","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2026-12-07T12:00:00.000000","data":{"integration_type":0,"user":{"id":"u1"},"scopes":["applications.commands"]}}}`
+	appAuthorizedID = "body:f1a500378da509abb41c6a8cf850b03d" // the SHA-256 of appAuthorized, its first 16 bytes
+)
+
 // Discord's interactions: its PING answered, commands, components and
-// modals named by their ids, everything else refused.
+// modals named by their ids, everything else refused; its webhook
+// events: a ping answered quietly, an event named by its type and its
+// body's digest.
 func TestVerifyDiscord(t *testing.T) {
 	app := ed25519.NewKeyFromSeed(seed([]byte("discord app")))
 	other := ed25519.NewKeyFromSeed(seed([]byte("another app")))
@@ -463,6 +472,11 @@ func TestVerifyDiscord(t *testing.T) {
 		{"upper-case hex", with(at(command, now.Unix(), app), "X-Signature-Ed25519", strings.ToUpper(at(command, now.Unix(), app)["X-Signature-Ed25519"][0])), command, "", "", nil, webhook.ReasonMalformed, "128 hex digits"},
 		{"no signature", with(at(command, now.Unix(), app), "X-Signature-Ed25519"), command, "", "", nil, webhook.ReasonMissing, "X-Signature-Ed25519"},
 		{"no time", with(at(command, now.Unix(), app), "X-Signature-Timestamp"), command, "", "", nil, webhook.ReasonMissing, "X-Signature-Timestamp"},
+		{"a webhook event's ping", at(`{"version":1,"application_id":"11","type":0}`, now.Unix(), app), `{"version":1,"application_id":"11","type":0}`, "", "", struct{}{}, "", ""},
+		{"a webhook event", at(appAuthorized, now.Unix(), app), appAuthorized, appAuthorizedID, "APPLICATION_AUTHORIZED", nil, "", ""},
+		{"an event of another version", at(`{"version":2,"type":1,"event":{"type":"X"}}`, now.Unix(), app), `{"version":2,"type":1,"event":{"type":"X"}}`, "", "", nil, webhook.ReasonMalformed, "version 1"},
+		{"an event without its type", at(`{"version":1,"type":1,"event":{"data":{}}}`, now.Unix(), app), `{"version":1,"type":1,"event":{"data":{}}}`, "", "", nil, webhook.ReasonMalformed, `a string "type"`},
+		{"an event's payload of type 2", at(`{"version":1,"type":2,"event":{"type":"X"}}`, now.Unix(), app), `{"version":1,"type":2,"event":{"type":"X"}}`, "", "", nil, webhook.ReasonMalformed, "type 2 is not one flrh takes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -473,7 +487,9 @@ func TestVerifyDiscord(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || d.ID != c.id || d.Event != c.event || !reflect.DeepEqual(d.Handshake, c.handshake) || d.Interactive != (c.handshake == nil) || d.Body == nil {
+			event := strings.HasPrefix(c.body, `{"version"`)
+			if err != nil || d.ID != c.id || d.Event != c.event || !reflect.DeepEqual(d.Handshake, c.handshake) || d.Interactive != (c.handshake == nil && !event) ||
+				d.Quiet != event || d.Body == nil {
 				t.Fatalf("got %+v, %v", d, err)
 			}
 		})

@@ -16,9 +16,18 @@ import (
 // refusal is exit status 1. The bearer token is read from the variable
 // tokenEnv names, never from the command line.
 func apiCall(cmd *cobra.Command, method, url, tokenEnv, path, body string) error {
+	req, err := apiRequest(cmd, method, url, tokenEnv, path, body)
+	if err != nil {
+		return err
+	}
+	return printAnswer(cmd, req)
+}
+
+// apiRequest is the request apiCall sends.
+func apiRequest(cmd *cobra.Command, method, url, tokenEnv, path, body string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(cmd.Context(), method, strings.TrimSuffix(url, "/")+path, strings.NewReader(body))
 	if err != nil {
-		return usagef("--url: %v", err)
+		return nil, usagef("--url: %v", err)
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -26,20 +35,41 @@ func apiCall(cmd *cobra.Command, method, url, tokenEnv, path, body string) error
 	if tok := os.Getenv(tokenEnv); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	return printAnswer(cmd, req)
+	return req, nil
 }
 
 // printAnswer sends req and prints the answer's status and body; a
 // refusal is exit status 1.
 func printAnswer(cmd *cobra.Command, req *http.Request) error {
-	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	a, err := send(req)
 	if err != nil {
 		return err
 	}
+	return a.print(cmd)
+}
+
+// answer is a server's answer to an operator's command.
+type answer struct {
+	code   int
+	status string
+	body   []byte
+}
+
+// send sends req and reads its answer.
+func send(req *http.Request) (answer, error) {
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		return answer{}, err
+	}
 	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", resp.Status, prettyJSON(answer))
-	if resp.StatusCode >= 300 {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	return answer{code: resp.StatusCode, status: resp.Status, body: body}, nil
+}
+
+// print prints the answer's status and body; a refusal is exit status 1.
+func (a answer) print(cmd *cobra.Command) error {
+	fmt.Fprintf(cmd.OutOrStdout(), "%s\n%s\n", a.status, prettyJSON(a.body))
+	if a.code >= 300 {
 		return errChecksFailed
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -178,12 +179,36 @@ token is read as trigger reads it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/resume", "")
 		}}
+	var listJSON bool
 	list := &cobra.Command{Use: "list",
 		Short: "List the schedules a server runs: next times due, pauses (set ahead too) and overlap (GET /v1/schedules)",
-		Args:  cobra.NoArgs,
+		Long: `list asks the server at --url for its schedules and prints each with its
+calendar and zone, the workflow it starts, its next time due, whether it
+runs one at a time, and its pause (who, why, from and until when); --json
+prints the server's answer. The bearer token is read as trigger reads it.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return apiCall(cmd, "GET", url, tokenEnv, "/v1/schedules", "")
+			req, err := apiRequest(cmd, "GET", url, tokenEnv, "/v1/schedules", "")
+			if err != nil {
+				return err
+			}
+			a, err := send(req)
+			if err != nil {
+				return err
+			}
+			if listJSON || a.code >= 300 {
+				return a.print(cmd)
+			}
+			var page struct {
+				Schedules []schedule.Info `json:"schedules"`
+			}
+			if err := json.Unmarshal(a.body, &page); err != nil {
+				return fmt.Errorf("the server's schedules: %w", err)
+			}
+			printSchedules(cmd.OutOrStdout(), page.Schedules)
+			return nil
 		}}
+	list.Flags().BoolVar(&listJSON, "json", false, "print the server's answer as JSON")
 	addServerFlags(&url, &tokenEnv, list, trigger, backfill, pause, resume)
 	backfill.Flags().StringVar(&from, "from", "", "the first time to fill (RFC 3339)")
 	backfill.Flags().StringVar(&to, "to", "", "the last time to fill (RFC 3339)")
@@ -192,6 +217,35 @@ token is read as trigger reads it.`,
 	group := &cobra.Command{Use: "schedule", Short: "Check, list, trigger, backfill, pause and resume the schedules that start runs on a calendar (see flrh serve --schedules)"}
 	group.AddCommand(check, list, trigger, backfill, pause, resume)
 	rootCmd.AddCommand(group)
+}
+
+// printSchedules writes a server's schedules, one to a line, with what
+// holds each back.
+func printSchedules(w io.Writer, list []schedule.Info) {
+	for _, s := range list {
+		next := "never again"
+		if !s.Next.IsZero() {
+			next = "next " + s.Next.UTC().Format(time.RFC3339)
+		}
+		line := fmt.Sprintf("%-20s %-24s %-16s %s", s.Name, fmt.Sprintf("%q %s", s.Cron, s.TimeZone), s.Workflow, next)
+		if s.Overlap == schedule.OverlapSkip {
+			line += "  one at a time"
+		}
+		if p := s.Paused; p != nil {
+			line += "  paused by " + p.By
+			if p.From != nil {
+				line += " from " + p.From.UTC().Format(time.RFC3339)
+			}
+			if p.Until != nil {
+				line += " until " + p.Until.UTC().Format(time.RFC3339)
+			}
+			if p.Reason != "" {
+				line += ": " + p.Reason
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "%d schedules\n", len(list))
 }
 
 func zoneName(tz string) string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -343,6 +344,9 @@ func TestSchedulePauseOverTheCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"from": "`+from.UTC().Format(time.RFC3339)+`"`) {
 		t.Fatalf("pause set ahead: %d\n%s", code, out)
 	}
+	if out, code := cli("schedule", "list", "--url", p.base); code != 0 || !strings.Contains(out, "  paused by local from "+from.UTC().Format(time.RFC3339)+" until "+from.Add(3*time.Second).UTC().Format(time.RFC3339)+": set ahead\n") {
+		t.Fatalf("schedule list while a pause is set ahead: %d\n%s", code, out)
+	}
 	until := from.Add(3 * time.Second)
 	var ahead, within, past int
 	for deadline := time.Now().Add(20 * time.Second); past == 0; time.Sleep(200 * time.Millisecond) {
@@ -399,7 +403,11 @@ func TestScheduleOverlapOverTheCLI(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "the schedule's latest run is still going") {
 		t.Fatalf("the restarted process does not log the skip:\n%s", p.stderr)
 	}
-	if out, code := flrhCode(t, bin, nil, "schedule", "list", "--url", p.base); code != 0 || !strings.Contains(out, `"overlap": "skip"`) || !strings.Contains(out, `"name": "sweep"`) {
+	if out, code := flrhCode(t, bin, nil, "schedule", "list", "--url", p.base, "--json"); code != 0 || !strings.Contains(out, `"overlap": "skip"`) || !strings.Contains(out, `"name": "sweep"`) {
+		t.Fatalf("schedule list --json: %d\n%s", code, out)
+	}
+	if out, code := flrhCode(t, bin, nil, "schedule", "list", "--url", p.base); code != 0 ||
+		!regexp.MustCompile(`(?m)^sweep +"\* \* \* \* \* \*" UTC +refund-agent +next 20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ  one at a time\n1 schedules\n$`).MatchString(out) {
 		t.Fatalf("schedule list: %d\n%s", code, out)
 	}
 	resp, err := http.Post(p.base+"/v1/runs/"+first[0]+"/cancel", "application/json", strings.NewReader(`{"reason":"enough"}`))

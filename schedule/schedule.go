@@ -837,13 +837,33 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 
 // Trigger starts the schedule's run for now, outside its calendar (the
 // time in its id and input is now, to the second): a report asked for
-// early. Triggered twice in one second, it starts one run.
-func (s *Scheduler) Trigger(ctx context.Context, name string) (Filled, error) {
+// early. Triggered twice in one second, it starts one run. A schedule
+// that does not overlap its runs is not triggered while its latest is
+// going (OverlapError), unless force.
+func (s *Scheduler) Trigger(ctx context.Context, name string, force bool) (Filled, error) {
 	e, err := s.entry(name)
 	if err != nil {
 		return Filled{}, err
 	}
-	return s.fill(ctx, e, []time.Time{s.cfg.Clock().Truncate(time.Second)})
+	now := s.cfg.Clock().Truncate(time.Second)
+	if !force {
+		busy, err := s.overlapping(ctx, e, now)
+		if err != nil {
+			return Filled{}, err
+		}
+		if busy != "" {
+			return Filled{}, &OverlapError{Name: name, Going: busy}
+		}
+	}
+	return s.fill(ctx, e, []time.Time{now})
+}
+
+// OverlapError is a trigger of a schedule that does not overlap its
+// runs while its latest is going.
+type OverlapError struct{ Name, Going string }
+
+func (e *OverlapError) Error() string {
+	return "schedule " + e.Name + " runs one at a time, and its latest run, " + e.Going + ", is still going: force the trigger to start another beside it"
 }
 
 func (s *Scheduler) fill(ctx context.Context, e *entry, times []time.Time) (Filled, error) {

@@ -698,6 +698,26 @@ func TestSchedulerOverlapSkip(t *testing.T) {
 	if !slices.Equal(started.started, want) {
 		t.Fatalf("started %v, want %v", started.started, want)
 	}
+	// A trigger waits on the latest run as a time due does, unless
+	// forced; one of a schedule that overlaps its runs does not.
+	c := &clock{now: utc("2026-12-07 14:36:00")}
+	trig, err := schedule.New(specs(t, text("skip")), schedule.Config{Runner: started, Workflows: workflows, Clock: c.Now,
+		Heads: st, Runs: lasting{st: started, c: &c, d: 25 * time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oe *schedule.OverlapError
+	if _, err := trig.Trigger(context.Background(), "m", false); !errors.As(err, &oe) || oe.Going != "m-2026-12-07T14:30:00Z" {
+		t.Fatalf("a trigger while 14:30's run is going: %v", err)
+	}
+	if f, err := trig.Trigger(context.Background(), "m", true); err != nil || !slices.Equal(f.Started, []string{"m-2026-12-07T14:36:00Z"}) {
+		t.Fatalf("a forced trigger: %+v, %v", f, err)
+	}
+	c.now = utc("2026-12-07 15:10:00") // the forced run ended at 15:01
+	if f, err := trig.Trigger(context.Background(), "m", false); err != nil || !slices.Equal(f.Started, []string{"m-2026-12-07T15:10:00Z"}) {
+		t.Fatalf("a trigger once the latest ended: %+v, %v", f, err)
+	}
+
 	// Skip needs a store that keeps heads; an overlap unknown is refused.
 	if _, err := schedule.New(specs(t, text("skip")), schedule.Config{Runner: started, Workflows: workflows}); err == nil || !strings.Contains(err.Error(), "overlap skip waits on the schedule's latest run") {
 		t.Fatalf("skip without heads: %v", err)

@@ -52,7 +52,15 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request, p Princ
 	if err != nil {
 		return err
 	}
-	f, err := sc.Trigger(r.Context(), r.PathValue("name"))
+	q := r.URL.Query()
+	if err := checkQuery(q, "force"); err != nil {
+		return err
+	}
+	force := q.Get("force") == "true"
+	if v := q.Get("force"); v != "" && v != "true" && v != "false" {
+		return apiErr(http.StatusBadRequest, TypeMalformed, "?force", "force is true or false, not %q", v)
+	}
+	f, err := sc.Trigger(r.Context(), r.PathValue("name"), force)
 	if err != nil {
 		return scheduleErr(err)
 	}
@@ -145,6 +153,7 @@ func scheduleErr(err error) error {
 	var pe *schedule.PauseEndError
 	var ps *schedule.PauseStartError
 	var pd *schedule.PausedError
+	var oe *schedule.OverlapError
 	switch {
 	case errors.As(err, &nf):
 		return apiErr(http.StatusNotFound, TypeNotFound, "", "%s", nf.Error())
@@ -156,6 +165,8 @@ func scheduleErr(err error) error {
 		return apiErr(http.StatusUnprocessableEntity, TypeInvalid, "/from", "%s", ps.Error())
 	case errors.As(err, &pd):
 		return apiErr(http.StatusConflict, TypeConflict, "", "%s", pd.Error())
+	case errors.As(err, &oe):
+		return apiErr(http.StatusConflict, TypeConflict, "", "%s", oe.Error())
 	case errors.As(err, &np):
 		return apiErr(http.StatusConflict, TypeConflict, "", "%s", np.Error())
 	case errors.Is(err, schedule.ErrNoPauses):

@@ -90,18 +90,25 @@ would be refused.`,
 	check.Flags().IntVar(&count, "count", 3, "how many times due to show for each schedule")
 	check.MarkFlagRequired("schedules")
 	var url, tokenEnv, from, to string
+	var force bool
 	trigger := &cobra.Command{Use: "trigger NAME",
 		Short: "Start a schedule's run for now, through a server (POST /v1/schedules/NAME/trigger)",
 		Long: `trigger asks the server at --url to start the schedule's run for now, outside
 its calendar, and prints what it did. The bearer token is read from the
 variable --token-env names (FLRH_TOKEN), never from the command line; a
-loopback server without tokens needs none. Exit status 1 when the server
-refuses.`,
+loopback server without tokens needs none. A schedule that runs one at a
+time (overlap: skip) is not triggered while its latest run is going, unless
+--force. Exit status 1 when the server refuses.`,
 		Example: `  FLRH_TOKEN=... flrh schedule trigger nightly --url https://flrh.example.com`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return apiCall(cmd, "POST", url, tokenEnv, "/v1/schedules/"+args[0]+"/trigger", "")
+			path := "/v1/schedules/" + args[0] + "/trigger"
+			if force {
+				path += "?force=true"
+			}
+			return apiCall(cmd, "POST", url, tokenEnv, path, "")
 		}}
+	trigger.Flags().BoolVar(&force, "force", false, "start the run even while the schedule's latest is going, when it runs one at a time")
 	backfill := &cobra.Command{Use: "backfill NAME --from TIME --to TIME",
 		Short: "Start the runs a schedule missed in a range, through a server (POST /v1/schedules/NAME/backfill)",
 		Long: `backfill asks the server at --url to start the run of every time the schedule

@@ -427,4 +427,17 @@ func TestScheduleOverlapOverTheCLI(t *testing.T) {
 	if runs := listRuns(t, p.base); len(runs) != 2 {
 		t.Fatalf("runs once the second waits for its approval: %v", runs)
 	}
+	// A trigger waits on the latest run too, unless forced.
+	if out, code := flrhCode(t, bin, nil, "schedule", "trigger", "sweep", "--url", p.base); code != 1 || !strings.Contains(out, "schedule sweep runs one at a time") {
+		t.Fatalf("a trigger while a run is going: %d\n%s", code, out)
+	}
+	if runs := listRuns(t, p.base); len(runs) != 2 {
+		t.Fatalf("runs after a trigger refused: %v", runs)
+	}
+	if out, code := flrhCode(t, bin, nil, "schedule", "trigger", "sweep", "--force", "--url", p.base); code != 0 || !strings.Contains(out, `"started": [`) {
+		t.Fatalf("a forced trigger: %d\n%s", code, out)
+	}
+	if runs := listRuns(t, p.base); len(runs) != 3 {
+		t.Fatalf("runs after a forced trigger: %v", runs)
+	}
 }

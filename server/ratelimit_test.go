@@ -48,15 +48,16 @@ func TestRateLimits(t *testing.T) {
 			t.Fatalf("the agent's request %d: %d %s", i+1, a.status, a.body)
 		}
 	}
-	// 2/h: an interval of 30 minutes, the burst of three spent.
+	// 2/h: an interval of 30 minutes, the burst of three spent (less
+	// the seconds a loaded machine takes between the requests).
 	a := f.get("/v1/runs", tokAgent)
-	if n := retryAfter(t, a); n < 1799 || n > 1800 {
+	if n := retryAfter(t, a); n < 1770 || n > 1800 {
 		t.Fatalf("the agent's fourth request: Retry-After %d", n)
 	}
 	if msg := a.json(t)["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "actor bot") || !strings.Contains(msg, "2/h (burst 3)") {
 		t.Fatalf("the refusal says %q", msg)
 	}
-	if n := retryAfter(t, f.get("/v1/runs/none", tokAgent)); n < 1799 || n > 1800 {
+	if n := retryAfter(t, f.get("/v1/runs/none", tokAgent)); n < 1770 || n > 1800 {
 		t.Fatalf("retried at once: Retry-After %d (a refusal spent something)", n)
 	}
 	// Counted before the roles are: an act the agent may not do is 429
@@ -68,7 +69,7 @@ func TestRateLimits(t *testing.T) {
 			t.Fatalf("the operator's request %d: %d", i+1, a.status)
 		}
 	}
-	if n := retryAfter(t, f.get("/v1/runs", tokOperator)); n < 719 || n > 720 {
+	if n := retryAfter(t, f.get("/v1/runs", tokOperator)); n < 690 || n > 720 {
 		t.Fatalf("the operator past the server's rate: Retry-After %d", n)
 	}
 	for i := range 30 {

@@ -45,7 +45,7 @@ func TestRateLimitOverTheCLI(t *testing.T) {
 		}
 	}
 	code, retry := get()
-	if n, _ := strconv.Atoi(retry); code != http.StatusTooManyRequests || n < 1199 || n > 1200 {
+	if n, _ := strconv.Atoi(retry); code != http.StatusTooManyRequests || n < 1170 || n > 1200 {
 		t.Fatalf("past 3/h: %d, Retry-After %q", code, retry)
 	}
 }

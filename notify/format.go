@@ -100,7 +100,7 @@ func sentence(b store.NoticeBody, base string, st style) string {
 	case store.NoticeEnded:
 		text = run + " ended: " + st.esc(b.Outcome) + "."
 	case TestKind:
-		return "flrh: a test notice: notices reach this webhook."
+		return "flrh: a test notice: notices reach you here."
 	default:
 		text = run + ": " + st.esc(b.Kind) + "."
 	}

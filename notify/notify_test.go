@@ -551,7 +551,7 @@ func TestTestPosts(t *testing.T) {
 	}
 	got := f.rc.deliveries()
 	if len(got) != 3 || got[1].kind != TestKind || got[1].verified != nil || !strings.HasPrefix(got[1].id, "test/") ||
-		string(got[2].raw) != `{"text":"flrh: a test notice: notices reach this webhook."}` {
+		string(got[2].raw) != `{"text":"flrh: a test notice: notices reach you here."}` {
 		t.Fatalf("deliveries %+v", got)
 	}
 	if Test(ctx, Config{URL: f.url, Secret: []byte("short")}) == nil {

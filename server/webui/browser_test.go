@@ -42,7 +42,7 @@ const (
 	tokens    = `{"tokens":[
  {"actor":"finance-lead","roles":["approver","operator","reconciler"],"token":"` + tokLead + `"},
  {"actor":"vera","roles":["viewer"],"token":"` + tokViewer + `"},
- {"actor":"otto","roles":["viewer","approver"],"token":"` + tokOps + `","workflows":["ops-agent"]}
+ {"actor":"otto","roles":["viewer","approver"],"token":"` + tokOps + `","workflows":["ops-agent"],"rate":"600/m"}
 ]}`
 )
 
@@ -1049,12 +1049,13 @@ func TestBrowser(t *testing.T) {
 		w.checkA11y("inbox as a viewer")
 		w.shot("12-inbox-viewer")
 
-		// A token scoped to the operations workflow: the header says so;
+		// A token scoped to the operations workflow, held to a rate: the
+		// header says both;
 		// the inbox shows none of the refunds waiting, the runs list the
 		// operations runs alone.
 		w.run("scoped", chromedp.Click(chromedp.CSS("#token-clear")), waitText("#whoami", "token needed"),
 			chromedp.SendKeys(chromedp.CSS("#token-input"), tokOps), chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
-			waitText("#whoami", "otto (approver, viewer) · ops-agent"),
+			waitText("#whoami", "otto (approver, viewer) · ops-agent · 600/m"),
 			chromedp.Navigate(w.ts.URL+"/ui/#/inbox"), waitText("#inbox-info", "Nothing is waiting for approval."),
 			chromedp.Navigate(w.ts.URL+"/ui/#/runs"), waitText("#runs", "ops-agent@1"))
 		if n := value(w, "approvals shown", chromedp.Evaluate[int](`document.querySelectorAll('article.approval').length`)); n != 0 {

@@ -69,8 +69,11 @@ async function whoami() {
   try {
     const me = await get('/v1/whoami');
     if (mine !== asked) return;
-    // A caller scoped to some workflows sees their runs alone: say which.
-    out.textContent = `${me.actor} (${(me.roles || []).join(', ')})` + (me.workflows ? ` · ${me.workflows.length ? me.workflows.join(', ') : 'no workflow'}` : '');
+    // A caller scoped to some workflows sees their runs alone, and one
+    // may be held to a rate: say which.
+    const unit = me.rate && { 1: 's', 60: 'm', 3600: 'h' }[me.rate.per_seconds];
+    out.textContent = `${me.actor} (${(me.roles || []).join(', ')})` + (me.workflows ? ` · ${me.workflows.length ? me.workflows.join(', ') : 'no workflow'}` : '') +
+      (unit ? ` · ${me.rate.count}/${unit}` : '');
     document.body.dataset.roles = (me.roles || []).join(' ');
   } catch (e) {
     if (mine !== asked) return;

@@ -17,10 +17,7 @@ import (
 // elsewhere (nearly every run), read-one for a run started from a chat.
 func BenchmarkFollowUps(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "flrh.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := openAt(b, filepath.Join(b.TempDir(), "flrh.db"), nil)
 	defer s.Close()
 	for i := range 10_000 {
 		f := store.FollowUp{RunID: fmt.Sprintf("chat-%d", i), Scheme: store.FollowUpSlack, Address: fmt.Sprintf("https://hooks.slack.com/commands/T1/%d/abc", i)}

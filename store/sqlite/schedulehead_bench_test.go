@@ -16,10 +16,7 @@ import (
 // schedules' heads.
 func BenchmarkScheduleHeads(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "flrh.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := openAt(b, filepath.Join(b.TempDir(), "flrh.db"), nil)
 	defer s.Close()
 	due := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
 	for i := range 1000 {

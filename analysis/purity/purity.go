@@ -38,7 +38,7 @@ const Module = "flrh.dev/flrh"
 // one of them (say logic/ground below logic) is pure too.
 var Packages = []string{
 	"cjson", "jsonread", "protocol", "kernel", "control", "logic", "seam", "frontier",
-	"authority", "mrp", "aif", "tripwire", "workflow", "panel", "effect/httpwire", "schemaerr", "redact", "yamljson", "policytest", "idtoken", "webhook", "cron", "jsontemplate", "ratelimit",
+	"authority", "mrp", "aif", "tripwire", "workflow", "panel", "effect/httpwire", "schemaerr", "redact", "yamljson", "policytest", "idtoken", "webhook", "cron", "jsontemplate", "ratelimit", "label",
 }
 
 // Analyzer reports impure constructs in pure packages.

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"reflect"
 	"testing"
 
 	"flrh.dev/flrh/store"
@@ -18,7 +19,7 @@ func TestCachedCheckpointEntryReused(t *testing.T) {
 	r.putCached("r", want)
 	round := func() {
 		got, ok := r.takeCached("r")
-		if !ok || got != want {
+		if !ok || !reflect.DeepEqual(got, want) {
 			t.Fatalf("took %+v (%v), want %+v", got, ok, want)
 		}
 		if _, ok := r.cps["r"]; ok {

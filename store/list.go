@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"slices"
+
+	"flrh.dev/flrh/label"
 )
 
 // RunLister pages through a store's runs in creation order.
@@ -13,20 +15,26 @@ type RunLister interface {
 // listPage is how many run headers MatchingRuns reads at a time.
 const listPage = 500
 
-// RunFilter selects runs by state and workflow; an empty member selects
-// any.
+// RunFilter selects runs by state, workflow and labels; an empty member
+// selects any.
 type RunFilter struct {
 	State, WorkflowID, WorkflowVersion string
 	// WorkflowIDs, when not nil, are the workflows whose runs may be
 	// selected, beside WorkflowID: a principal's scope. Empty selects
 	// none.
 	WorkflowIDs []string
+	// Labels are labels a run must bear, every one with the value given.
+	// They narrow what a scan bound counts too (MatchingRuns): a store
+	// finds the runs bearing a label by an index, not by reading every
+	// header.
+	Labels map[string]string
 }
 
 // Match reports whether r is selected.
 func (f RunFilter) Match(r Run) bool {
 	return (f.State == "" || r.State == f.State) && (f.WorkflowID == "" || r.WorkflowID == f.WorkflowID) &&
-		(f.WorkflowVersion == "" || r.WorkflowVersion == f.WorkflowVersion) && (f.WorkflowIDs == nil || slices.Contains(f.WorkflowIDs, r.WorkflowID))
+		(f.WorkflowVersion == "" || r.WorkflowVersion == f.WorkflowVersion) && (f.WorkflowIDs == nil || slices.Contains(f.WorkflowIDs, r.WorkflowID)) &&
+		label.Matches(r.Labels, f.Labels)
 }
 
 // RunMatcher is implemented by stores that filter their runs inside the
@@ -39,8 +47,9 @@ type RunMatcher interface {
 
 // MatchingRuns reads runs after the run id after, in creation order, and
 // keeps those f selects, until it has limit of them or has read scan
-// headers (scan 0: no bound). next is where a following call goes on (the
-// last run read), or "" when the store was read to its end. A store that
+// headers (scan 0: no bound), counting only headers bearing f's labels
+// when it has any. next is where a following call goes on (the last run
+// read, or counted), or "" when the store was read to its end. A store that
 // is a RunMatcher (or wraps one) filters inside the database; any other is
 // paged through, a header at a time: the API bounds a request's scan, the
 // command line does not.
@@ -59,6 +68,9 @@ func MatchingRuns(ctx context.Context, st RunLister, after string, limit, scan i
 		}
 		for _, run := range page {
 			cursor = run.ID
+			if !label.Matches(run.Labels, f.Labels) {
+				continue
+			}
 			scanned++
 			if f.Match(run) {
 				runs = append(runs, run)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"strings"
 	"time"
@@ -102,6 +103,9 @@ func ValidateWholeRun(op string, r WholeRun) error {
 	}
 	if what := unheldText(r); what != "" {
 		return bad("%s is not text every store holds (UTF-8 without a NUL byte)", what)
+	}
+	if err := label.Check(run.Labels); err != nil {
+		return Errorf(CodeInvalidInput, op, id, err, "%v", err)
 	}
 	gen := run.Lease.Generation
 	evs := r.Record.Events

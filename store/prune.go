@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"flrh.dev/flrh/label"
 	"time"
 )
 
@@ -281,6 +282,9 @@ func ValidatePrunedRun(op string, r PrunedRun) error {
 		return Errorf(CodeInvalidInput, op, id, nil, "the pruning (run %s at %s) is not the header's (at %s)", r.Pruning.RunID, r.Pruning.HeadHash, r.Run.HeadHash)
 	case int64(len(r.Keys)) != r.Pruning.Kept.Intents:
 		return Errorf(CodeInvalidInput, op, id, nil, "%d keys, but the pruning kept %d intents", len(r.Keys), r.Pruning.Kept.Intents)
+	}
+	if err := label.Check(r.Run.Labels); err != nil {
+		return Errorf(CodeInvalidInput, op, id, err, "%v", err)
 	}
 	if err := ValidatePruning(op, r.Pruning); err != nil {
 		return err

@@ -103,6 +103,11 @@ type Run struct {
 	// the clock of the runner whose tick recorded it (Tick.DueAt). Zero
 	// when nothing is due by the clock.
 	DueAt time.Time
+	// Labels are the names and values the run was started with (package
+	// label), nil for none: fixed at creation, found again with
+	// RunFilter.Labels. Not evidence: no event, digest or check reads
+	// them.
+	Labels map[string]string
 }
 
 // Lease is a writer's claim on a run. Generation grows by one on every

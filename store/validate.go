@@ -1,6 +1,10 @@
 package store
 
-import "slices"
+import (
+	"slices"
+
+	"flrh.dev/flrh/label"
+)
 
 // ValidateTick checks everything about a tick that needs no database: digests
 // match their bytes (hashed, unless a record carries ProveDigest's proof of
@@ -197,6 +201,9 @@ func ValidateNewRun(run Run, first []Inbound) error {
 	const op = "create run"
 	if run.ID == "" || run.WorkflowID == "" || run.State == "" {
 		return Errorf(CodeInvalidInput, op, run.ID, nil, "run id, workflow id and state are required")
+	}
+	if err := label.Check(run.Labels); err != nil {
+		return Errorf(CodeInvalidInput, op, run.ID, err, "%v", err)
 	}
 	seen := make(map[string]bool, len(first))
 	for _, in := range first {

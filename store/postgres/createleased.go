@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"flrh.dev/flrh/label"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,8 +18,8 @@ var _ store.LeasedCreator = (*Store)(nil)
 // returns the reading.
 const createLeasedSQL = `WITH k AS (SELECT ` + `COALESCE($6::bigint, ` + nowNanos + `) AS now)
 INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at,
-	lease_owner, lease_generation, lease_expires_at)
-SELECT $1, $2, $3, $7, $4, $5, k.now, k.now, $8, 1, k.now + $9 FROM k
+	lease_owner, lease_generation, lease_expires_at, labels)
+SELECT $1, $2, $3, $7, $4, $5, k.now, k.now, $8, 1, k.now + $9, $10 FROM k
 RETURNING updated_at`
 
 // CreateRunLeased implements store.LeasedCreator in CreateRun's one round
@@ -56,7 +57,8 @@ func (s *Store) CreateRunLeased(ctx context.Context, run store.Run, owner string
 // column is the clock reading the lease was reckoned from.
 func (s *Store) queueCreateLeased(tx *wtx, run store.Run, at any, owner string, ttl time.Duration, first []store.Inbound) *pgx.QueuedQuery {
 	q := tx.Queue(createLeasedSQL, run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, at, run.WorkflowDigest,
-		owner, ttl.Nanoseconds())
+		owner, ttl.Nanoseconds(), label.Encode(run.Labels))
+	queueLabels(tx, run)
 	s.queueFirstInbox(tx, run.ID, first)
 	// A new run is new work, as CreateRun tells idle runners; leased, it
 	// is not theirs to claim until the lease lapses or is released.

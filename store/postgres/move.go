@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"flrh.dev/flrh/label"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,10 +53,11 @@ func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
 		}
 		gen := run.Lease.Generation
 		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, outcome, head_seq, head_hash,
-	lease_generation, quarantine, created_at, updated_at, due_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9, $10, $11, $12, $13)`,
+	lease_generation, quarantine, created_at, updated_at, due_at, labels)
+VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9, $10, $11, $12, $13, $14)`,
 			id, run.WorkflowID, run.WorkflowVersion, run.WorkflowDigest, run.State, run.Outcome, run.Head, run.HeadHash,
-			gen, run.Quarantine, nanos(run.CreatedAt), nanos(run.UpdatedAt), nanos(run.DueAt))
+			gen, run.Quarantine, nanos(run.CreatedAt), nanos(run.UpdatedAt), nanos(run.DueAt), label.Encode(run.Labels))
+		queueLabels(tx, run)
 		evs := r.Record.Events
 		for start := 0; start < len(evs); {
 			end := start + 1

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"flrh.dev/flrh/label"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -190,10 +191,11 @@ func (s *Store) ImportPruned(ctx context.Context, r store.PrunedRun) (bool, erro
 		if err := keysFree(ctx, tx, op, id, r.Keys); err != nil {
 			return err
 		}
-		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, outcome, head_seq, head_hash, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, outcome, head_seq, head_hash, created_at, updated_at, labels)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 			id, r.Run.WorkflowID, r.Run.WorkflowVersion, r.Run.WorkflowDigest, r.Run.State, r.Run.Outcome, r.Run.Head, r.Run.HeadHash,
-			nanos(r.Run.CreatedAt), nanos(r.Run.UpdatedAt))
+			nanos(r.Run.CreatedAt), nanos(r.Run.UpdatedAt), label.Encode(r.Run.Labels))
+		queueLabels(tx, r.Run)
 		p := r.Pruning
 		tx.Queue(insertPruned, prunedRow(p, p.At)...)
 		for _, in := range r.Keys {

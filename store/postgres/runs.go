@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"flrh.dev/flrh/label"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,18 +12,34 @@ import (
 )
 
 const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,
-	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at, workflow_digest, due_at`
+	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at, workflow_digest, due_at, labels`
 
 func scanRun(row pgx.Row, extra ...any) (store.Run, error) {
 	var r store.Run
 	var exp, created, updated, due int64
+	var labels string
 	dest := append([]any{&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &due}, extra...)
-	err := row.Scan(dest...)
+		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &due, &labels}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return r, err
+	}
 	r.Lease.RunID = r.ID
 	r.Lease.ExpiresAt = fromNanos(exp)
 	r.CreatedAt, r.UpdatedAt, r.DueAt = fromNanos(created), fromNanos(updated), fromNanos(due)
+	var err error
+	r.Labels, err = label.Decode(labels)
 	return r, err
+}
+
+// queueLabels queues the insert of a run's row of run_labels for each of
+// its labels (none for a run without), the run's row queued before it in
+// the same transaction: every path that inserts a run calls it.
+func queueLabels(tx *wtx, run store.Run) {
+	if len(run.Labels) == 0 {
+		return
+	}
+	tx.Queue(`INSERT INTO run_labels (key, value, created_order)
+SELECT j.key, j.value, r.created_order FROM runs r, jsonb_each_text($2::jsonb) j WHERE r.run_id = $1`, run.ID, label.Encode(run.Labels))
 }
 
 // lockSQL locks a run's header row and then reads the clock: the outer
@@ -161,9 +178,10 @@ func (s *Store) CreateRun(ctx context.Context, run store.Run, first ...store.Inb
 	return s.write(ctx, "create run", run.ID, func(tx *wtx) error {
 		// One round trip: BEGIN, the row, its first inbox entries, the
 		// notification and COMMIT.
-		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at)
-VALUES ($1, $2, $3, $7, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`)`,
-			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected(), run.WorkflowDigest)
+		tx.Queue(`INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at, labels)
+VALUES ($1, $2, $3, $7, $4, $5, `+nowParam(6)+`, `+nowParam(6)+`, $8)`,
+			run.ID, run.WorkflowID, run.WorkflowVersion, run.State, store.GenesisHash, s.injected(), run.WorkflowDigest, label.Encode(run.Labels))
+		queueLabels(tx, run)
 		s.queueFirstInbox(tx, run.ID, first)
 		// A new run is new work: wake idle runners (delivered on commit).
 		tx.Queue(`SELECT pg_notify($1, $2)`, s.channel(), run.ID)

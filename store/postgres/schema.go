@@ -1003,6 +1003,18 @@ CREATE TABLE IF NOT EXISTS schedule_heads (
 	due_at bigint NOT NULL
 );
 `},
+	// 38: a run's labels (store.Run.Labels): on its header, as JSON ('' for
+	// none), and a row each in run_labels, the index a filtered listing
+	// finds them by in creation order.
+	{"runs' labels", `
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS labels text NOT NULL DEFAULT '';
+CREATE TABLE IF NOT EXISTS run_labels (
+	key text NOT NULL,
+	value text NOT NULL,
+	created_order bigint NOT NULL REFERENCES runs (created_order),
+	PRIMARY KEY (key, value, created_order)
+);
+`},
 }
 
 // unfenced is true when the transaction has not passed the one-round-trip

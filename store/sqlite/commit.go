@@ -666,7 +666,7 @@ func (s *Store) Release(ctx context.Context, rel store.Release) error {
 		var r store.Run
 		err := s.queryRow(ctx, tx, `SELECT `+runColumns+`, trace_seq FROM runs WHERE run_id = ?`, rel.RunID).Scan(
 			&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-			&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &due, &traceSeq)
+			&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &due, new(string), &traceSeq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.Errorf(store.CodeNotFound, op, rel.RunID, nil, "no such run")
 		}

@@ -64,7 +64,7 @@ func TestDiskFullLeavesNothingHalfWritten(t *testing.T) {
 // restored onto as it was, where it was, and nothing set aside.
 func TestBackupAndRestoreOnAFullDisk(t *testing.T) {
 	ctx := context.Background()
-	small := smallfs.Mount(t, 512<<10, 0, 0)
+	small := smallfs.Mount(t, 640<<10, 0, 0)
 	c := storetest.NewClock()
 	big, err := Open(ctx, filepath.Join(t.TempDir(), "big.db"), Options{Clock: c.Now})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flrh.dev/flrh/label"
 	"slices"
 	"time"
 
@@ -52,10 +53,13 @@ func (s *Store) ImportRun(ctx context.Context, r store.WholeRun) (bool, error) {
 			checkpointN = 1
 		}
 		if _, err := s.exec(ctx, tx, `INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, outcome, head_seq, head_hash,
-	lease_generation, quarantine, created_at, updated_at, created_order, trace_seq, checkpoint_n, due_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs), ?, ?, ?)`,
+	lease_generation, quarantine, created_at, updated_at, created_order, trace_seq, checkpoint_n, due_at, labels)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs), ?, ?, ?, ?)`,
 			id, run.WorkflowID, run.WorkflowVersion, run.WorkflowDigest, run.State, run.Outcome, run.Head, run.HeadHash,
-			gen, run.Quarantine, nanos(run.CreatedAt), nanos(run.UpdatedAt), int64(len(r.Trace)), checkpointN, nanos(run.DueAt)); err != nil {
+			gen, run.Quarantine, nanos(run.CreatedAt), nanos(run.UpdatedAt), int64(len(r.Trace)), checkpointN, nanos(run.DueAt), label.Encode(run.Labels)); err != nil {
+			return err
+		}
+		if err := s.indexLabels(ctx, tx, run); err != nil {
 			return err
 		}
 		for _, e := range r.Record.Events {

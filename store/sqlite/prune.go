@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flrh.dev/flrh/label"
 	"time"
 
 	"flrh.dev/flrh/store"
@@ -205,10 +206,13 @@ func (s *Store) ImportPruned(ctx context.Context, r store.PrunedRun) (bool, erro
 			return err
 		}
 		if _, err := s.exec(ctx, tx, `INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, outcome, head_seq, head_hash,
-	created_at, updated_at, created_order)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs))`,
+	created_at, updated_at, created_order, labels)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs), ?)`,
 			id, r.Run.WorkflowID, r.Run.WorkflowVersion, r.Run.WorkflowDigest, r.Run.State, r.Run.Outcome, r.Run.Head, r.Run.HeadHash,
-			nanos(r.Run.CreatedAt), nanos(r.Run.UpdatedAt)); err != nil {
+			nanos(r.Run.CreatedAt), nanos(r.Run.UpdatedAt), label.Encode(r.Run.Labels)); err != nil {
+			return err
+		}
+		if err := s.indexLabels(ctx, tx, r.Run); err != nil {
 			return err
 		}
 		p := r.Pruning

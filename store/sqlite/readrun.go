@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql/driver"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,7 +32,7 @@ import (
 // WHERE; the order of the rows each read returns is restored from the
 // same keys (the arms' order within the compound is not relied on).
 const (
-	recordWidth = 16 // the tag and up to 15 columns (the run's header)
+	recordWidth = 17 // the tag and up to 16 columns (the run's header)
 
 	armRun        = 0
 	armEvents     = 1
@@ -50,28 +51,28 @@ const recordRunArm = `SELECT 0, ` + runColumns + ` FROM runs WHERE run_id = ?1`
 var eventKinds = [...]string{1: "control", 2: "accepted", 3: "control.rejected"}
 
 const recordCoreArms = `
-SELECT 1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM events WHERE run_id = ?1
 UNION ALL
-SELECT 2, n, seq, format_version, build_digest, body, digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 2, n, seq, format_version, build_digest, body, digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM (SELECT n, seq, format_version, build_digest, body, digest FROM checkpoints WHERE run_id = ?1 ORDER BY n DESC LIMIT 1)
 UNION ALL
 SELECT 3, i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
-	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL, NULL
+	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL, NULL, NULL
 FROM intents i JOIN outbox o ON o.intent_order = i.commit_order WHERE i.run_id = ?1`
 
 const recordEffectArms = `
 UNION ALL
-SELECT 4, intent_id, outcome, body, digest, commit_order, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 4, intent_id, outcome, body, digest, commit_order, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM receipts WHERE run_id = ?1
 UNION ALL
-SELECT 5, i.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 5, i.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM intents i JOIN attempts a ON a.intent_order = i.commit_order WHERE i.run_id = ?1
 UNION ALL
-SELECT 6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM intents i JOIN approvals a ON a.approval_id = i.approval_id WHERE i.run_id = ?1
 UNION ALL
-SELECT 6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT 6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM approvals a JOIN intents i ON i.intent_id = a.consumed_by WHERE a.run_id = ?1 AND ` + store.ConcurringGrants
 
 // The two statements: with the run's header and effects, and without.
@@ -429,8 +430,13 @@ func (r *runRows) add(arm int64, c *cells) {
 	switch arm {
 	case armRun:
 		run := &r.rec.Run
-		c.strs([]int{1, 2, 3, 4, 5, 7, 8, 11, 14}, []*string{&run.ID, &run.WorkflowID, &run.WorkflowVersion, &run.State,
-			&run.Outcome, &run.HeadHash, &run.Lease.Owner, &run.Quarantine, &run.WorkflowDigest})
+		var labels string
+		c.strs([]int{1, 2, 3, 4, 5, 7, 8, 11, 14, 16}, []*string{&run.ID, &run.WorkflowID, &run.WorkflowVersion, &run.State,
+			&run.Outcome, &run.HeadHash, &run.Lease.Owner, &run.Quarantine, &run.WorkflowDigest, &labels})
+		var err error
+		if run.Labels, err = label.Decode(labels); err != nil {
+			c.bad = true
+		}
 		run.Head, run.Lease.Generation = c.i64(6), c.i64(9)
 		run.Lease.ExpiresAt = fromNanos(c.i64(10))
 		run.CreatedAt, run.UpdatedAt = fromNanos(c.i64(12)), fromNanos(c.i64(13))
@@ -636,28 +642,28 @@ const (
 	recordBatchRunArm = `SELECT b.k*8, ` + runColumns + ` FROM b JOIN runs ON runs.run_id = b.rid`
 
 	recordBatchCoreArms = `
-SELECT b.k*8+1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT b.k*8+1, seq, CASE kind WHEN 'control' THEN 1 WHEN 'accepted' THEN 2 WHEN 'control.rejected' THEN 3 ELSE kind END, body, digest, prev_hash, chain_hash, generation, recorded_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM b JOIN events ON events.run_id = b.rid
 UNION ALL
-SELECT b.k*8+2, c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT b.k*8+2, c.n, c.seq, c.format_version, c.build_digest, c.body, c.digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM b JOIN checkpoints c ON c.run_id = b.rid AND c.n = (SELECT max(n) FROM checkpoints WHERE run_id = b.rid)
 UNION ALL
 SELECT b.k*8+3, i.intent_id, i.run_id, i.seq, i.effect_type, i.idempotency_key, i.content_digest,
-	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL, NULL
+	COALESCE(i.approval_id, ''), i.body, i.digest, o.status, o.route, o.attempts, i.commit_order, NULL, NULL, NULL
 FROM b JOIN intents i ON i.run_id = b.rid JOIN outbox o ON o.intent_order = i.commit_order`
 
 	recordBatchEffectArms = `
 UNION ALL
-SELECT b.k*8+4, r.intent_id, r.outcome, r.body, r.digest, r.commit_order, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT b.k*8+4, r.intent_id, r.outcome, r.body, r.digest, r.commit_order, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM b JOIN receipts r ON r.run_id = b.rid
 UNION ALL
-SELECT b.k*8+5, i.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT b.k*8+5, i.intent_id, a.n, a.status, a.generation, a.detail, a.started_at, a.finished_at, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM b JOIN intents i ON i.run_id = b.rid JOIN attempts a ON a.intent_order = i.commit_order
 UNION ALL
-SELECT b.k*8+6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT b.k*8+6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM b JOIN intents i ON i.run_id = b.rid JOIN approvals a ON a.approval_id = i.approval_id
 UNION ALL
-SELECT b.k*8+6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL
+SELECT b.k*8+6, a.approval_id, a.run_id, a.request_digest, a.nonce, a.body, a.digest, a.expires_at, a.status, a.consumed_by, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM b JOIN approvals a ON a.run_id = b.rid JOIN intents i ON i.intent_id = a.consumed_by WHERE ` + store.ConcurringGrants
 )
 

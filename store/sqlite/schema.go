@@ -670,6 +670,18 @@ CREATE TABLE schedule_heads (
 	due_at INTEGER NOT NULL
 ) STRICT;
 `,
+	// 30: a run's labels (store.Run.Labels): on its header, as JSON ('' for
+	// none), and a row each in run_labels, the index a filtered listing
+	// finds them by in creation order.
+	`
+ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '';
+CREATE TABLE run_labels (
+	key TEXT NOT NULL,
+	value TEXT NOT NULL,
+	created_order INTEGER NOT NULL REFERENCES runs(created_order),
+	PRIMARY KEY (key, value, created_order)
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // Migrations that change no table.

@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"net/url"
 	"os"
@@ -442,10 +443,13 @@ func (s *Store) insertRun(ctx context.Context, tx *wtx, now time.Time, run store
 	}
 	if _, err := s.exec(ctx, tx, `
 INSERT INTO runs (run_id, workflow_id, workflow_version, workflow_digest, state, head_hash, created_at, updated_at, created_order,
-	lease_owner, lease_generation, lease_expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs), ?, ?, ?)`,
+	lease_owner, lease_generation, lease_expires_at, labels)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(created_order), 0) + 1 FROM runs), ?, ?, ?, ?)`,
 		run.ID, run.WorkflowID, run.WorkflowVersion, run.WorkflowDigest, run.State, store.GenesisHash, nanos(now), nanos(now),
-		lease.Owner, lease.Generation, expires); err != nil {
+		lease.Owner, lease.Generation, expires, label.Encode(run.Labels)); err != nil {
+		return err
+	}
+	if err := s.indexLabels(ctx, tx, run); err != nil {
 		return err
 	}
 	for i, in := range first {
@@ -458,19 +462,25 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	return nil
 }
 
+// runColumns are a run header's columns, as scanRun reads them.
 const runColumns = `run_id, workflow_id, workflow_version, state, outcome, head_seq, head_hash,
-	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at, workflow_digest, due_at`
+	lease_owner, lease_generation, lease_expires_at, quarantine, created_at, updated_at, workflow_digest, due_at, labels`
 
 type scanner interface{ Scan(dest ...any) error }
 
 func scanRun(row scanner) (store.Run, error) {
 	var r store.Run
 	var exp, created, updated, due int64
+	var labels string
 	err := row.Scan(&r.ID, &r.WorkflowID, &r.WorkflowVersion, &r.State, &r.Outcome, &r.Head, &r.HeadHash,
-		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &due)
+		&r.Lease.Owner, &r.Lease.Generation, &exp, &r.Quarantine, &created, &updated, &r.WorkflowDigest, &due, &labels)
+	if err != nil {
+		return r, err
+	}
 	r.Lease.RunID = r.ID
 	r.Lease.ExpiresAt = fromNanos(exp)
 	r.CreatedAt, r.UpdatedAt, r.DueAt = fromNanos(created), fromNanos(updated), fromNanos(due)
+	r.Labels, err = label.Decode(labels)
 	return r, err
 }
 

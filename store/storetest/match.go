@@ -28,16 +28,27 @@ func testMatchRuns(t *testing.T, s store.Store, _ *Clock) {
 		t.Skip("this store does not filter its runs")
 	}
 	// Forty runs whose ids are not in creation order, in three states,
-	// two workflows and two versions.
+	// two workflows and two versions; three in four labelled, with a team
+	// and, most of them, an order.
 	states := []string{"INGEST", "WAIT_APPROVAL", "SUCCEEDED"}
 	for i := range 40 {
 		r := store.Run{ID: fmt.Sprintf("m-%02d", i*7%40), WorkflowID: []string{"wf-a", "wf-b"}[i%2], WorkflowVersion: []string{"1", "2"}[i/3%2], State: states[i*5%7%3]}
+		if i%4 != 0 {
+			r.Labels = map[string]string{"team": []string{"pay", "ops", `it's "quoted" <&>`}[i%3]}
+			if i%5 != 0 {
+				r.Labels["order"] = fmt.Sprint(i % 7 % 3)
+			}
+		}
 		must(t, s.CreateRun(ctx, r))
 	}
 	filters := []store.RunFilter{{}, {State: "WAIT_APPROVAL"}, {State: "SUCCEEDED", WorkflowID: "wf-b"}, {WorkflowID: "wf-a", WorkflowVersion: "2"},
 		{State: "INGEST", WorkflowID: "wf-a", WorkflowVersion: "1"}, {WorkflowVersion: "1"}, {State: "NOWHERE"}, {WorkflowID: "wf-c"},
 		{WorkflowIDs: []string{"wf-a", "wf-c"}}, {WorkflowIDs: []string{}}, {State: "SUCCEEDED", WorkflowIDs: []string{"wf-b", "wf-a"}},
-		{WorkflowID: "wf-a", WorkflowIDs: []string{"wf-b"}}, {WorkflowVersion: "2", WorkflowIDs: []string{"wf-b", `it's "quoted"`}}}
+		{WorkflowID: "wf-a", WorkflowIDs: []string{"wf-b"}}, {WorkflowVersion: "2", WorkflowIDs: []string{"wf-b", `it's "quoted"`}},
+		{Labels: map[string]string{"team": "pay"}}, {Labels: map[string]string{"team": "ops", "order": "1"}}, {Labels: map[string]string{"order": "2"}},
+		{State: "WAIT_APPROVAL", Labels: map[string]string{"team": "ops"}}, {WorkflowIDs: []string{"wf-b"}, Labels: map[string]string{"order": "0"}},
+		{WorkflowID: "wf-a", WorkflowVersion: "1", Labels: map[string]string{"team": `it's "quoted" <&>`}}, {Labels: map[string]string{"team": "nobody"}},
+		{Labels: map[string]string{"team": "pay", "order": "nothing"}}, {Labels: map[string]string{"team": "pay", "order": "2"}}, {Labels: map[string]string{"zz": "1"}}}
 	queries, nonEmpty := 0, 0
 	for _, f := range filters {
 		for _, after := range []string{"", "m-00", "m-07", "m-33", "m-39", "no-such-run"} {

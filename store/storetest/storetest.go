@@ -88,6 +88,7 @@ func Run(t *testing.T, open Opener) {
 		{"DeliveryParking", testDeliveryParking},
 		{"SchedulePausing", testSchedulePausing},
 		{"ScheduleHeads", testScheduleHeads},
+		{"RunLabels", testRunLabels},
 		{"FollowUps", testFollowUps},
 	}
 	for _, tc := range tests {

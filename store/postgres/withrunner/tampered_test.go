@@ -89,7 +89,7 @@ func TestResumeAfterAnyCellChangedOnPostgres(t *testing.T) {
 		// Each draw starts from empty tables: a change can move a row to
 		// any run, a later draw's among them.
 		defer func() {
-			if _, err := conn.Exec(ctx, `TRUNCATE `+tables); err != nil {
+			if _, err := conn.Exec(ctx, `TRUNCATE `+tables+` CASCADE`); err != nil { // run_labels, keyed by the creation order, with runs
 				t.Fatal(err)
 			}
 		}()

@@ -31,8 +31,9 @@ type Delivery struct {
 	// Actor is the sender's name, recorded as an agent's.
 	Actor string
 	// Workflow and Version, when Workflow is set, start the run with the
-	// input when it does not exist yet.
+	// input when it does not exist yet; Labels are then the run's.
 	Workflow, Version string
+	Labels            map[string]string
 }
 
 // Delivered is what Deliver did.
@@ -70,7 +71,8 @@ func (r *Runner) Deliver(ctx context.Context, d Delivery) (Delivered, error) {
 		}
 	}
 	if start {
-		n, err := r.prepareStart(d.RunID, d.Workflow, d.Version, d.Input, Usage{}, Actor{Name: d.Actor, Role: "agent", Capability: "run.start"})
+		n, err := r.prepareStart(StartRequest{RunID: d.RunID, WorkflowID: d.Workflow, Version: d.Version, Input: d.Input,
+			By: Actor{Name: d.Actor, Role: "agent", Capability: "run.start"}, Labels: d.Labels})
 		if err != nil {
 			return Delivered{}, err
 		}

@@ -3,8 +3,10 @@ package runner
 import (
 	"context"
 	"errors"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -314,7 +316,28 @@ func (r *Runner) StartAs(ctx context.Context, runID, workflowID, version string,
 // StartWithUsage is StartAs with the first input's usage report, checked
 // and charged as SubmitWithUsage does.
 func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version string, input []byte, u Usage, by Actor) error {
-	n, err := r.prepareStart(runID, workflowID, version, input, u, by)
+	return r.StartRun(ctx, StartRequest{RunID: runID, WorkflowID: workflowID, Version: version, Input: input, Usage: u, By: by})
+}
+
+// StartRequest is a run StartRun is asked to start.
+type StartRequest struct {
+	RunID, WorkflowID, Version string
+	// Input is the run's first input (JSON); Usage its usage report,
+	// zero for none.
+	Input []byte
+	Usage Usage
+	// By is who asked for the run, recorded with its first input.
+	By Actor
+	// Labels name what the run is for (package label), nil for none:
+	// kept on the run's header, never in its evidence. A set label.Check
+	// refuses is refused.
+	Labels map[string]string
+}
+
+// StartRun is StartWithUsage with everything a run may be started with,
+// its labels among them.
+func (r *Runner) StartRun(ctx context.Context, req StartRequest) error {
+	n, err := r.prepareStart(req)
 	if err != nil {
 		return err
 	}
@@ -327,7 +350,7 @@ func (r *Runner) StartWithUsage(ctx context.Context, runID, workflowID, version 
 // send. A schedule checks the input it would start runs with before the
 // first is due.
 func (r *Runner) CheckStart(runID, workflowID, version string, input []byte, by Actor) error {
-	_, err := r.prepareStart(runID, workflowID, version, input, Usage{}, by)
+	_, err := r.prepareStart(StartRequest{RunID: runID, WorkflowID: workflowID, Version: version, Input: input, By: by})
 	return err
 }
 
@@ -342,12 +365,16 @@ type newRun struct {
 
 // prepareStart checks what Start is asked for and makes the new run of
 // it, writing nothing.
-func (r *Runner) prepareStart(runID, workflowID, version string, input []byte, u Usage, by Actor) (newRun, error) {
+func (r *Runner) prepareStart(req StartRequest) (newRun, error) {
+	runID, workflowID, version, input, u, by := req.RunID, req.WorkflowID, req.Version, req.Input, req.Usage, req.By
 	if err := u.Check(); err != nil {
 		return newRun{}, err
 	}
 	if !cjson.ValidID(runID) {
 		return newRun{}, fmt.Errorf("runner: invalid run id %q", runID)
+	}
+	if err := label.Check(req.Labels); err != nil {
+		return newRun{}, fmt.Errorf("runner: run %s: %w", runID, err)
 	}
 	wf, ok := r.workflows[workflowID+"@"+version]
 	if !ok {
@@ -377,7 +404,8 @@ func (r *Runner) prepareStart(runID, workflowID, version string, input []byte, u
 	}
 	inbound := store.Inbound{ID: "input:1", RunID: runID, Kind: KindInput, ActorRole: by.Role,
 		Actor: by.Name, Capability: by.Capability, Body: body, Digest: digest, Proof: proof}
-	run := store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState()}
+	run := store.Run{ID: runID, WorkflowID: wf.ID(), WorkflowVersion: wf.Version(), WorkflowDigest: wf.Digest(), State: r.machine.InitialState(),
+		Labels: maps.Clone(req.Labels)}
 	return newRun{run: run, input: inbound, kept: first}, nil
 }
 

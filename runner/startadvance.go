@@ -82,7 +82,7 @@ func (r *Runner) StartAdvance(ctx context.Context, runID, workflowID, version st
 // StartAdvanceWithUsage is StartAdvance with the first input's usage
 // report, checked and charged as StartWithUsage does.
 func (r *Runner) StartAdvanceWithUsage(ctx context.Context, runID, workflowID, version string, input []byte, u Usage, by Actor) (moved bool, err error) {
-	n, err := r.prepareStart(runID, workflowID, version, input, u, by)
+	n, err := r.prepareStart(StartRequest{RunID: runID, WorkflowID: workflowID, Version: version, Input: input, Usage: u, By: by})
 	if err != nil {
 		return false, err
 	}

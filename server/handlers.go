@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"flrh.dev/flrh/label"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -246,11 +248,13 @@ type RunView struct {
 	LeaseOwner string    `json:"lease_owner,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// Labels are what the run was started with, omitted when none.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 func runView(r store.Run) RunView {
 	v := RunView{ID: r.ID, Workflow: r.WorkflowID, Version: r.WorkflowVersion, State: r.State, Outcome: r.Outcome, Events: r.Head,
-		HeadHash: r.HeadHash, Quarantine: r.Quarantine, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+		HeadHash: r.HeadHash, Quarantine: r.Quarantine, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Labels: r.Labels}
 	if r.Outcome == "" && r.Lease.Owner != "" {
 		v.LeaseOwner = r.Lease.Owner
 	}
@@ -270,6 +274,10 @@ const (
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) error {
 	q := r.URL.Query()
+	labels, err := labelParams(q)
+	if err != nil {
+		return err
+	}
 	if err := checkQuery(q, "state", "workflow", "after", "limit"); err != nil {
 		return err
 	}
@@ -290,7 +298,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) e
 	}
 	out := []RunView{}
 	next := ""
-	if state == "" && wf == "" && !p.scoped() {
+	if state == "" && wf == "" && labels == nil && !p.scoped() {
 		page, err := s.cfg.Store.Runs(r.Context(), after, int(limit)+1)
 		if err != nil {
 			return err
@@ -307,7 +315,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) e
 		// flrh's stores): a request reads at most maxRunScan rows and
 		// hands back a cursor.
 		runs, cursor, err := store.MatchingRuns(r.Context(), s.cfg.Store, after, int(limit), maxRunScan,
-			store.RunFilter{State: state, WorkflowID: wfID, WorkflowVersion: wfVersion, WorkflowIDs: p.Workflows})
+			store.RunFilter{State: state, WorkflowID: wfID, WorkflowVersion: wfVersion, WorkflowIDs: p.Workflows, Labels: labels})
 		if err != nil {
 			return err
 		}
@@ -322,6 +330,28 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) e
 	}
 	writeJSON(w, http.StatusOK, body)
 	return nil
+}
+
+// labelsErr is a 422 naming the label a body's /labels refused, or the
+// member itself when the refusal is of the set.
+func labelsErr(err error) error {
+	field := "/labels"
+	if le, ok := err.(*label.Error); ok && le.Key != "" {
+		field += "/" + strings.ReplaceAll(strings.ReplaceAll(le.Key, "~", "~0"), "/", "~1")
+	}
+	return apiErr(http.StatusUnprocessableEntity, TypeInvalid, field, "%v", err)
+}
+
+// labelParams takes the repeatable ?label=KEY=VALUE from q, the labels a
+// listed run must bear: nil when none is given.
+func labelParams(q url.Values) (map[string]string, error) {
+	given := q["label"]
+	delete(q, "label")
+	labels, err := label.ParseAll(given)
+	if err != nil {
+		return nil, apiErr(http.StatusBadRequest, TypeMalformed, "?label", "%v (a label to look for is ?label=KEY=VALUE)", err)
+	}
+	return labels, nil
 }
 
 func splitWorkflow(s string) (string, string) {
@@ -623,6 +653,9 @@ type StartRun struct {
 	RunID    string          `json:"run_id,omitempty"`
 	Input    json.RawMessage `json:"input"`
 	Usage    *runner.Usage   `json:"usage,omitempty"`
+	// Labels name what the run is for; keys beginning "flrh." are
+	// flrh's own.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) error {
@@ -632,6 +665,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) e
 	}
 	if werr := s.seesWorkflow(p, req.Workflow, req.Version); werr != nil {
 		return werr
+	}
+	if err := label.CheckGiven(req.Labels); err != nil {
+		return labelsErr(err)
 	}
 	wf, werr := s.workflow(req.Workflow, req.Version)
 	if werr != nil {
@@ -645,7 +681,8 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) e
 	if req.Usage != nil {
 		u = *req.Usage
 	}
-	if err := s.cfg.Runner.StartWithUsage(r.Context(), id, wf.ID(), wf.Version(), req.Input, u, starterActor(p)); err != nil {
+	if err := s.cfg.Runner.StartRun(r.Context(), runner.StartRequest{RunID: id, WorkflowID: wf.ID(), Version: wf.Version(), Input: req.Input,
+		Usage: u, By: starterActor(p), Labels: req.Labels}); err != nil {
 		if store.CodeOf(err) == store.CodeExists {
 			return apiErr(http.StatusConflict, TypeConflict, "/run_id", "run %s already exists", id)
 		}

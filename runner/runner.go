@@ -304,8 +304,12 @@ func (r *Runner) workflow(run store.Run) (Workflow, error) {
 // submits the input to its inbox, recorded as the runner's own. The run
 // advances on the next pass. StartAs records who asked for it instead.
 func (r *Runner) Start(ctx context.Context, runID, workflowID, version string, input []byte) error {
-	return r.StartAs(ctx, runID, workflowID, version, input, Actor{Name: "runner", Role: "runner", Capability: "run.start"})
+	return r.StartAs(ctx, runID, workflowID, version, input, Itself)
 }
+
+// Itself is who Start records a run's first input as: the runner, no
+// person or agent having asked for the run.
+var Itself = Actor{Name: "runner", Role: "runner", Capability: "run.start"}
 
 // StartAs is Start with the run's first input recorded under the
 // authenticated actor who asked for the run.

@@ -252,7 +252,8 @@ type RunView struct {
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
-func runView(r store.Run) RunView {
+// ViewRun is a run's header as the API shows it.
+func ViewRun(r store.Run) RunView {
 	v := RunView{ID: r.ID, Workflow: r.WorkflowID, Version: r.WorkflowVersion, State: r.State, Outcome: r.Outcome, Events: r.Head,
 		HeadHash: r.HeadHash, Quarantine: r.Quarantine, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), Labels: r.Labels}
 	if r.Outcome == "" && r.Lease.Owner != "" {
@@ -308,7 +309,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) e
 			next = page[len(page)-1].ID
 		}
 		for _, run := range page {
-			out = append(out, runView(run))
+			out = append(out, ViewRun(run))
 		}
 	} else {
 		// A filter scans (store.MatchingRuns, inside the database on
@@ -320,7 +321,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) e
 			return err
 		}
 		for _, run := range runs {
-			out = append(out, runView(run))
+			out = append(out, ViewRun(run))
 		}
 		next = cursor
 	}
@@ -418,7 +419,7 @@ func (s *Server) runPage(r *http.Request, id string) (RunPage, error) {
 	if err != nil && st.Run.ID == "" {
 		return RunPage{}, err
 	}
-	page := RunPage{Run: runView(st.Run), Waiting: st.Waiting, Unknown: st.Unknown, Open: st.Open, Accepted: st.Accepted, Effects: []EffectView{},
+	page := RunPage{Run: ViewRun(st.Run), Waiting: st.Waiting, Unknown: st.Unknown, Open: st.Open, Accepted: st.Accepted, Effects: []EffectView{},
 		View: st.View}
 	if err != nil {
 		page.StatusError = err.Error()
@@ -694,7 +695,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request, p Principal) e
 		return err
 	}
 	w.Header().Set("Location", "/v1/runs/"+url.PathEscape(id))
-	writeJSON(w, http.StatusCreated, map[string]any{"run": runView(run)})
+	writeJSON(w, http.StatusCreated, map[string]any{"run": ViewRun(run)})
 	return nil
 }
 

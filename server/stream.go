@@ -195,7 +195,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, _ Principal) err
 		if len(evs) == 0 {
 			run, err := s.cfg.Store.Run(ctx, id)
 			if err == nil && run.Head <= after && (run.Outcome != "" || run.Quarantine != "") {
-				data, _ := json.Marshal(runView(run))
+				data, _ := json.Marshal(ViewRun(run))
 				fmt.Fprintf(w, "event: end\ndata: %s\n\n", data)
 				rc.Flush()
 				return nil

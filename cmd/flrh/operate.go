@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"io"
 	"os"
@@ -316,7 +317,7 @@ func checkFirstInput(wf runner.Workflow, runID string, input []byte) error {
 	if err != nil {
 		return usagef("the run's input: %v", err)
 	}
-	err = runner.CheckFirstInput(wf, runID, body, runner.Usage{}, runner.Actor{Name: "runner", Role: "runner", Capability: "run.start"})
+	err = runner.CheckFirstInput(wf, runID, body, runner.Usage{}, runner.Itself)
 	var refused *runner.InputRefusedError
 	if errors.As(err, &refused) {
 		return usagef("%v", err)
@@ -616,10 +617,18 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 	start.Flags().StringVar(&runID, "id", "", "the run's id (default: derived from the time)")
 	start.Flags().StringVar(&inputFile, "input", "", "file with the run's input (JSON, or YAML when named *.yaml)")
 	start.Flags().StringVar(&input, "input-json", "", "the run's input as a JSON string")
+	labelFlags := start.Flags().StringArray("label", nil, "a label naming what the run is for, KEY=VALUE (repeatable; list runs by it with flrh run list --label)")
 	start.RunE = func(cmd *cobra.Command, args []string) error {
 		body, err := readInputFlags(inputFile, input)
 		if err != nil {
 			return err
+		}
+		labels, err := label.ParseAll(*labelFlags)
+		if err == nil {
+			err = label.CheckGiven(labels)
+		}
+		if err != nil {
+			return usagef("--label: %v", err)
 		}
 		if runID == "" {
 			runID = fmt.Sprintf("run-%d", time.Now().UnixNano())
@@ -649,7 +658,9 @@ way: give them the same --workflows (a directory, or example:NAME).`,
 		defer st.Close()
 		defer r.Close(cmd.Context())
 		var refused *runner.InputRefusedError
-		if err := r.Start(cmd.Context(), runID, wf.ID(), wf.Version(), body); store.CodeOf(err) == store.CodeExists {
+		err = r.StartRun(cmd.Context(), runner.StartRequest{RunID: runID, WorkflowID: wf.ID(), Version: wf.Version(), Input: body,
+			By: runner.Itself, Labels: labels})
+		if store.CodeOf(err) == store.CodeExists {
 			return usagef("run %s already exists in this store (give another --id)", runID)
 		} else if errors.As(err, &refused) {
 			// Refused with the adapters in hand (an effect they cannot

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,9 +33,14 @@ func init() {
 	lLimit := list.Flags().Int("limit", 100, "at most this many runs")
 	lState := list.Flags().String("state", "", "only runs in this run-FSM state (e.g. WAIT_APPROVAL, SUCCEEDED)")
 	lWorkflow := list.Flags().String("workflow", "", "only runs of this workflow (ID or ID@VERSION)")
+	lLabels := list.Flags().StringArray("label", nil, "only runs bearing this label, KEY=VALUE (repeatable: every one)")
 	list.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *lLimit < 1 {
 			return usagef("--limit must be at least 1, not %d", *lLimit)
+		}
+		labels, err := label.ParseAll(*lLabels)
+		if err != nil {
+			return usagef("--label: %v", err)
 		}
 		if *lState != "" && !slices.ContainsFunc(control.Default().States(), func(s control.State) bool { return s.ID == *lState }) {
 			var ids []string
@@ -52,26 +58,22 @@ func init() {
 			return err
 		}
 		defer st.Close()
-		runs, _, err := store.MatchingRuns(cmd.Context(), st, *lAfter, *lLimit, 0, store.RunFilter{State: *lState, WorkflowID: wfID, WorkflowVersion: wfVersion})
+		runs, _, err := store.MatchingRuns(cmd.Context(), st, *lAfter, *lLimit, 0,
+			store.RunFilter{State: *lState, WorkflowID: wfID, WorkflowVersion: wfVersion, Labels: labels})
 		if err != nil {
 			return err
 		}
 		if *lJSON {
 			views := []server.RunView{}
 			for _, r := range runs {
-				v := server.RunView{ID: r.ID, Workflow: r.WorkflowID, Version: r.WorkflowVersion, State: r.State, Outcome: r.Outcome, Events: r.Head,
-					HeadHash: r.HeadHash, Quarantine: r.Quarantine, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
-				if r.Outcome == "" && r.Lease.Owner != "" {
-					v.LeaseOwner = r.Lease.Owner
-				}
-				views = append(views, v)
+				views = append(views, server.ViewRun(r))
 			}
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(views)
 		}
 		w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "RUN\tWORKFLOW\tSTATE\tOUTCOME\tEVENTS\tQUARANTINE")
+		fmt.Fprintln(w, "RUN\tWORKFLOW\tSTATE\tOUTCOME\tEVENTS\tQUARANTINE\tLABELS")
 		for _, r := range runs {
-			fmt.Fprintf(w, "%s\t%s@%s\t%s\t%s\t%d\t%s\n", r.ID, r.WorkflowID, r.WorkflowVersion, r.State, r.Outcome, r.Head, r.Quarantine)
+			fmt.Fprintf(w, "%s\t%s@%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.WorkflowID, r.WorkflowVersion, r.State, r.Outcome, r.Head, r.Quarantine, label.String(r.Labels))
 		}
 		return w.Flush()
 	}
@@ -90,13 +92,9 @@ func init() {
 		if err != nil {
 			return err
 		}
-		v := runShow{Run: server.RunView{ID: run.ID, Workflow: run.WorkflowID, Version: run.WorkflowVersion, State: run.State, Outcome: run.Outcome,
-			Events: run.Head, HeadHash: run.HeadHash, Quarantine: run.Quarantine, CreatedAt: run.CreatedAt.UTC(), UpdatedAt: run.UpdatedAt.UTC()},
+		v := runShow{Run: server.ViewRun(run),
 			Generation: run.Lease.Generation, Waiting: []runner.ApprovalNeed{}, Offers: []workflow.Offer{}, Unknown: []string{},
 			Effects: []showEffect{}, Receipts: []showReceipt{}}
-		if run.Outcome == "" && run.Lease.Owner != "" {
-			v.Run.LeaseOwner = run.Lease.Owner
-		}
 		var status runner.Status
 		if v.Pruned, err = pruningOf(cmd.Context(), st, run); err != nil {
 			return err
@@ -169,6 +167,9 @@ func init() {
 		}
 		fmt.Fprintf(out, "run %s (%s@%s)\n  state %s, %s, %d events, %s, generation %d\n", run.ID, run.WorkflowID, run.WorkflowVersion,
 			run.State, outcome, run.Head, lease, run.Lease.Generation)
+		if len(run.Labels) > 0 {
+			fmt.Fprintf(out, "  labels %s\n", label.String(run.Labels))
+		}
 		if run.Quarantine != "" {
 			fmt.Fprintf(out, "  QUARANTINED: %s\n", run.Quarantine)
 		}

@@ -17,12 +17,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
 	// The zone database inside the binary, for a machine (a distroless
 	// container, a fresh CI image) that has none: the system's is used
 	// where there is one.
@@ -66,7 +69,15 @@ type Spec struct {
 	// still going: "allow" (left out) starts its run beside it; "skip"
 	// starts none, counted skipped, and is not started late either.
 	Overlap string `json:"overlap,omitempty"`
+	// Labels are the labels of the runs it starts (package label), each
+	// value a template of the names below ("batch": "{$date}"); every run
+	// bears flrh.schedule, the schedule's name, besides.
+	Labels map[string]string `json:"labels,omitempty"`
 }
+
+// LabelKey is the label every run a schedule starts bears, the
+// schedule's name its value.
+const LabelKey = label.Reserved + "schedule"
 
 // Overlap policies.
 const (
@@ -131,6 +142,7 @@ type entry struct {
 	loc     *time.Location
 	runID   *jsontemplate.Template
 	input   *jsontemplate.Template
+	labels  map[string]*jsontemplate.Template
 	catchUp time.Duration
 	actor   string
 	skip    bool // Overlap "skip"
@@ -191,10 +203,24 @@ func compile(s Spec) (*entry, error) {
 	if e.input, err = jsontemplate.Compile(input, Names...); err != nil {
 		return nil, fmt.Errorf("input: %w", err)
 	}
-	for what, t := range map[string]*jsontemplate.Template{"run_id": e.runID, "input": e.input} { //flrh:orderfree at most one refusal, the same whichever is found
-		if t.ReadsBody() {
+	if err := label.CheckGiven(s.Labels); err != nil {
+		return nil, fmt.Errorf("labels: %w", err)
+	}
+	templates := map[string]*jsontemplate.Template{"run_id": e.runID, "input": e.input}
+	e.labels = make(map[string]*jsontemplate.Template, len(s.Labels))
+	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
+		if e.labels[k], err = jsontemplate.CompileString(s.Labels[k], Names...); err != nil {
+			return nil, fmt.Errorf("labels: %s: %w", k, err)
+		}
+		templates["labels/"+k] = e.labels[k]
+	}
+	for _, what := range slices.Sorted(maps.Keys(templates)) {
+		if templates[what].ReadsBody() {
 			return nil, fmt.Errorf("%s: a schedule has no body to point into: {$schedule}, {$time}, {$local}, {$date}", what)
 		}
+	}
+	if len(s.Labels) >= label.MaxLabels {
+		return nil, fmt.Errorf("labels: %d, and the runs bear %s besides: at most %d", len(s.Labels), LabelKey, label.MaxLabels-1)
 	}
 	return e, nil
 }
@@ -211,9 +237,9 @@ func validName(s string) bool {
 	return true
 }
 
-// Starter starts a run (runner.Runner.StartWithUsage, usage nil).
+// Starter starts a run (runner.Runner.StartRun, usage zero).
 type Starter interface {
-	StartWithUsage(ctx context.Context, runID, workflowID, version string, input []byte, u runner.Usage, by runner.Actor) error
+	StartRun(ctx context.Context, req runner.StartRequest) error
 }
 
 // Checker is a Starter that can say what it would refuse, writing
@@ -309,9 +335,9 @@ func (s *Scheduler) compileAll(specs []Spec) ([]*entry, error) {
 		}
 		if c, ok := s.cfg.Runner.(Checker); ok {
 			if due := e.cron.Next(s.cfg.Clock().In(e.loc)); !due.IsZero() {
-				runID, input, err := e.render(due)
+				run, err := e.render(due)
 				if err == nil {
-					err = c.CheckStart(runID, wf.ID(), wf.Version(), input, e.by())
+					err = c.CheckStart(run.RunID, wf.ID(), wf.Version(), run.Input, run.By)
 				}
 				if err != nil {
 					return nil, fmt.Errorf("schedule %s: its run of %s would be refused: %w", spec.Name, due.UTC().Format(time.RFC3339), err)
@@ -487,7 +513,7 @@ func (s *Scheduler) overlapping(ctx context.Context, e *entry, due time.Time) (s
 	if err != nil || !ok {
 		return "", err
 	}
-	if runID, _, err := e.render(due); err == nil && runID == h.RunID {
+	if run, err := e.render(due); err == nil && run.RunID == h.RunID {
 		return "", nil
 	}
 	r, err := s.cfg.Runs.Run(ctx, h.RunID)
@@ -508,7 +534,8 @@ func (s *Scheduler) overlapping(ctx context.Context, e *entry, due time.Time) (s
 // id, the outcome, and the error of a failure or a retry.
 func (s *Scheduler) start(ctx context.Context, e *entry, due time.Time) (runID, outcome string, err error) {
 	log := s.cfg.Logger.With("schedule", e.spec.Name, "due", due.UTC().Format(time.RFC3339))
-	runID, input, err := e.render(due)
+	run, err := e.render(due)
+	runID = run.RunID
 	var wf runner.Workflow
 	if err == nil {
 		wf, err = s.workflow(e.spec)
@@ -519,7 +546,8 @@ func (s *Scheduler) start(ctx context.Context, e *entry, due time.Time) (runID, 
 		err = s.cfg.Heads.SetScheduleHead(ctx, store.ScheduleHead{Name: e.spec.Name, RunID: runID, Due: due})
 	}
 	if err == nil {
-		err = s.cfg.Runner.StartWithUsage(ctx, runID, wf.ID(), wf.Version(), input, runner.Usage{}, e.by())
+		run.WorkflowID, run.Version = wf.ID(), wf.Version()
+		err = s.cfg.Runner.StartRun(ctx, run)
 	}
 	switch {
 	case err == nil:
@@ -895,7 +923,7 @@ func (s *Scheduler) entry(name string) (*entry, error) {
 }
 
 // render makes the run id and input of a time due.
-func (e *entry) render(due time.Time) (runID string, input []byte, err error) {
+func (e *entry) render(due time.Time) (run runner.StartRequest, err error) {
 	local := due.In(e.loc)
 	values := jsontemplate.Values{Names: map[string]string{
 		"$schedule": e.spec.Name,
@@ -903,14 +931,26 @@ func (e *entry) render(due time.Time) (runID string, input []byte, err error) {
 		"$local":    local.Format("2006-01-02T15:04:05"),
 		"$date":     local.Format(time.DateOnly),
 	}}
-	if runID, err = e.runID.RenderString(values); err != nil {
-		return "", nil, err
+	if run.RunID, err = e.runID.RenderString(values); err != nil {
+		return run, err
 	}
-	if !cjson.ValidID(runID) {
-		return "", nil, fmt.Errorf("the run id %q is not an id", runID)
+	if !cjson.ValidID(run.RunID) {
+		return run, fmt.Errorf("the run id %q is not an id", run.RunID)
 	}
-	input, err = e.input.RenderCanonical(values)
-	return runID, input, err
+	if run.Input, err = e.input.RenderCanonical(values); err != nil {
+		return run, err
+	}
+	run.Labels = map[string]string{LabelKey: e.spec.Name}
+	for k, t := range e.labels {
+		if run.Labels[k], err = t.RenderString(values); err != nil {
+			return run, fmt.Errorf("label %s: %w", k, err)
+		}
+	}
+	if err := label.Check(run.Labels); err != nil {
+		return run, err
+	}
+	run.By = e.by()
+	return run, nil
 }
 
 // by is who the schedule's runs are started by.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,20 +33,22 @@ type starter struct {
 	started []string
 	inputs  []string
 	actors  []string
+	labels  []map[string]string
 	fail    func(runID string) error
 }
 
-func (s *starter) StartWithUsage(_ context.Context, runID, wf, version string, input []byte, _ runner.Usage, by runner.Actor) error {
+func (s *starter) StartRun(_ context.Context, req runner.StartRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
-		if err := s.fail(runID); err != nil {
+		if err := s.fail(req.RunID); err != nil {
 			return err
 		}
 	}
-	s.started = append(s.started, runID)
-	s.inputs = append(s.inputs, string(input))
-	s.actors = append(s.actors, by.Name+"/"+by.Role+"/"+by.Capability)
+	s.started = append(s.started, req.RunID)
+	s.inputs = append(s.inputs, string(req.Input))
+	s.actors = append(s.actors, req.By.Name+"/"+req.By.Role+"/"+req.By.Capability)
+	s.labels = append(s.labels, req.Labels)
 	return nil
 }
 
@@ -116,7 +119,8 @@ func runClock(t *testing.T, text, start, end string, jump time.Duration, st *sta
 }
 
 const nightly = `{"schedules":[{"name":"nightly","cron":"30 2 * * *","time_zone":"Europe/Paris","workflow":"refund-agent",
- "input":{"refunds":[{"id":"n-{$date}","amount":10,"payee":"p","reason":"{$schedule} at {$local}"}]}}]}`
+ "input":{"refunds":[{"id":"n-{$date}","amount":10,"payee":"p","reason":"{$schedule} at {$local}"}]},
+ "labels":{"team":"payments","batch":"{$date}"}}]}`
 
 func TestSchedulerStartsEachTimeDue(t *testing.T) {
 	st := &starter{}
@@ -131,6 +135,11 @@ func TestSchedulerStartsEachTimeDue(t *testing.T) {
 	}
 	if st.actors[0] != "schedule:nightly/agent/run.start" {
 		t.Fatalf("started as %s", st.actors[0])
+	}
+	// The labels' templates are the day's; every run bears the schedule's
+	// name besides.
+	if want := map[string]string{"team": "payments", "batch": "2026-12-08", "flrh.schedule": "nightly"}; !maps.Equal(st.labels[1], want) {
+		t.Fatalf("labels %v, want %v", st.labels[1], want)
 	}
 	if n := count(reg, "nightly", "started"); n != 3 {
 		t.Fatalf("started counted %v", n)
@@ -316,6 +325,13 @@ func TestParseRefuses(t *testing.T) {
 		{"two of one name", `{"schedules":[{"name":"n","cron":"@daily","workflow":"w"},{"name":"n","cron":"@hourly","workflow":"w"}]}`, "a second schedule named n"},
 		{"none", `{"schedules":[]}`, "no schedules"},
 		{"a bad actor", one(`,"actor":"a b"`), `actor: "a b" is not an actor name`},
+		{"a bad label", one(`,"labels":{"Team":"x"}`), `labels: label "Team": a key is lower-case`},
+		{"flrh's own label", one(`,"labels":{"flrh.schedule":"x"}`), `labels: label "flrh.schedule": keys beginning "flrh." are flrh's own`},
+		{"a label with no value", one(`,"labels":{"team":""}`), `labels: label "team": the value is empty`},
+		{"a label's unknown placeholder", one(`,"labels":{"team":"{$who}"}`), `labels: team: /: no placeholder {$who}`},
+		{"a label pointing into a body", one(`,"labels":{"team":"{/x}"}`), `labels/team: a schedule has no body to point into`},
+		{"sixteen labels", one(`,"labels":{"a":"1","b":"1","c":"1","d":"1","e":"1","f":"1","g":"1","h":"1","i":"1","j":"1","k":"1","l":"1","m":"1","n":"1","o":"1","p":"1"}`),
+			"labels: 16, and the runs bear flrh.schedule besides: at most 15"},
 	}
 	for _, c := range cases {
 		if _, err := schedule.Parse([]byte(c.text), false); err == nil || !strings.Contains(err.Error(), c.words) {

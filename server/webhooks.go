@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flrh.dev/flrh/label"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -51,7 +53,15 @@ type WebhookSpec struct {
 	KeepRefused      *int                       `json:"keep_refused,omitempty"`
 	URL              string                     `json:"url,omitempty"`
 	FollowUp         bool                       `json:"follow_up,omitempty"`
+	// Labels are the labels of the runs the webhook starts, each value
+	// a template as run_id is ("order": "{/order/id}"); every such run
+	// bears flrh.webhook, the webhook's name, besides.
+	Labels map[string]string `json:"labels,omitempty"`
 }
+
+// WebhookLabelKey is the label every run a webhook starts bears, the
+// webhook's name its value.
+const WebhookLabelKey = label.Reserved + "webhook"
 
 // DefaultKeepRefused is how many deliveries a webhook keeps parked when
 // its keep_refused does not say.
@@ -112,6 +122,7 @@ type inboundHook struct {
 	runID    *jsontemplate.Template
 	input    *jsontemplate.Template
 	when     []jsontemplate.Condition
+	labels   map[string]*jsontemplate.Template
 	start    bool
 	actor    string
 }
@@ -206,6 +217,18 @@ func compileWebhook(spec WebhookSpec) (*inboundHook, error) {
 	}
 	if h.input, err = jsontemplate.Compile(input, deliveryNames...); err != nil {
 		return nil, fmt.Errorf("input: %w", err)
+	}
+	if err := label.CheckGiven(spec.Labels); err != nil {
+		return nil, fmt.Errorf("labels: %w", err)
+	}
+	if len(spec.Labels) >= label.MaxLabels {
+		return nil, fmt.Errorf("labels: %d, and the runs bear %s besides: at most %d", len(spec.Labels), WebhookLabelKey, label.MaxLabels-1)
+	}
+	h.labels = make(map[string]*jsontemplate.Template, len(spec.Labels))
+	for _, k := range slices.Sorted(maps.Keys(spec.Labels)) {
+		if h.labels[k], err = jsontemplate.CompileString(spec.Labels[k], deliveryNames...); err != nil {
+			return nil, fmt.Errorf("labels: %s: %w", k, err)
+		}
 	}
 	pointers := make([]string, 0, len(spec.When))
 	for p := range spec.When {
@@ -427,6 +450,9 @@ func (s *Server) takeDelivery(r *http.Request, h *inboundHook, d webhook.Deliver
 			return deliveredTo{}, werr
 		}
 		del.Workflow, del.Version = wf.ID(), wf.Version()
+		if del.Labels, err = h.renderLabels(values); err != nil {
+			return deliveredTo{}, apiErr(http.StatusUnprocessableEntity, TypeInvalid, "", "%v", err)
+		}
 	}
 	// Kept before the run is started, so that its first notice, which
 	// may be delivered as soon as the run's first tick commits, finds it.
@@ -440,6 +466,23 @@ func (s *Server) takeDelivery(r *http.Request, h *inboundHook, d webhook.Deliver
 		followed = false
 	}
 	return deliveredTo{RunID: runID, Delivered: got, followed: followed}, err
+}
+
+// renderLabels is the labels of the run a delivery starts: the webhook's,
+// rendered from the delivery, and its name.
+func (h *inboundHook) renderLabels(values jsontemplate.Values) (map[string]string, error) {
+	labels := map[string]string{WebhookLabelKey: h.spec.Name}
+	for _, k := range slices.Sorted(maps.Keys(h.labels)) {
+		v, err := h.labels[k].RenderString(values)
+		if err != nil {
+			return nil, fmt.Errorf("the label %s: %w", k, err)
+		}
+		if err := label.CheckValue(k, v); err != nil {
+			return nil, fmt.Errorf("the delivery gives %w", err)
+		}
+		labels[k] = v
+	}
+	return labels, nil
 }
 
 // keepFollowUp keeps, for a webhook with follow_up, where the person who

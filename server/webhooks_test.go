@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 
 const webhooksText = `{"webhooks": [
  {"name": "shop", "scheme": "standard", "secret_env": "SHOP_SECRET", "workflow": "refund-agent", "events": ["refund.requested"],
-  "run_id": "refund-{/data/order}",
+  "run_id": "refund-{/data/order}", "labels": {"order": "{/data/order}", "customer": "{/data/customer}"},
   "input": {"refunds": [{"id": "{/data/refund_id}", "amount": "{/data/amount}", "payee": "{/data/customer}", "reason": "{$event} via {$hook}"}]}},
  {"name": "tracker", "scheme": "github", "secret_file": "tracker.secret", "workflow": "refund-agent", "start": false,
   "when": {"/action": "opened"}, "run_id": "{/issue/run}", "actor": "tracker-bot",
@@ -130,6 +131,8 @@ func TestWebhooks(t *testing.T) {
 		{"the first delivery's id with other content", "shop", shopAs("m-1", shopEvent("refund.requested", "o1", "r-1", 901)), 409, nil, `delivery \"shop:m-1\" came before with other content`},
 		{"a body without what the input takes", "shop", shopAs("m-4", []byte(`{"type":"refund.requested","data":{"order":"o3","refund_id":"r-3","customer":"bob"}}`)), 422, nil, "/refunds/0/amount: the body has nothing at {/data/amount}"},
 		{"a run id that is not an id", "shop", shopAs("m-5", shopEvent("refund.requested", "o 4", "r-4", 10)), 422, nil, `the run id \"refund-o 4\"`},
+		{"a label the delivery leaves empty", "shop", shopAs("m-8", []byte(`{"type":"refund.requested","data":{"order":"o8","refund_id":"r-8","amount":5,"customer":""}}`)), 422, nil,
+			`the delivery gives label \"customer\": the value is empty`},
 		{"an amount the workflow refuses", "shop", shopAs("m-6", shopEvent("refund.requested", "o5", "r-5", -3)), 422, nil, ""},
 		{"a tracker issue opened for the run", "tracker", func() (webhook.Header, []byte) { return tracker("gh-1", "opened", "refund-o1") }, 202, map[string]any{"run_id": "refund-o1", "started": false}, ""},
 		{"a tracker issue closed", "tracker", func() (webhook.Header, []byte) { return tracker("gh-2", "closed", "refund-o1") }, 200, map[string]any{"ignored": "the body does not hold the webhook's value at /action"}, ""},
@@ -184,6 +187,17 @@ func TestWebhooks(t *testing.T) {
 	if len(runs) != 3 {
 		t.Errorf("%d runs, want refund-o1, stripe-evt_1 and store-sh-1: %+v", len(runs), runs)
 	}
+	// The runs bear the webhook's name, and the labels its deliveries
+	// gave: the first one's, which started the run.
+	for _, r := range runs {
+		want := map[string]string{"flrh.webhook": strings.Split(r.ID, "-")[0]}
+		if r.ID == "refund-o1" {
+			want = map[string]string{"flrh.webhook": "shop", "order": "o1", "customer": "bob"}
+		}
+		if !maps.Equal(r.Labels, want) {
+			t.Errorf("run %s bears %v, want %v", r.ID, r.Labels, want)
+		}
+	}
 	f.waitFor("stripe-evt_1", tokOperator, "paid", func(p RunPage) bool { return p.Run.Outcome != "" })
 
 	f.metricsHolding(
@@ -191,7 +205,7 @@ func TestWebhooks(t *testing.T) {
 		`flrh_webhook_deliveries_total{outcome="again",webhook="shop"} 1`,
 		`flrh_webhook_deliveries_total{outcome="input",webhook="shop"} 1`,
 		`flrh_webhook_deliveries_total{outcome="ignored",webhook="shop"} 1`,
-		`flrh_webhook_deliveries_total{outcome="failed",webhook="shop"} 4`,
+		`flrh_webhook_deliveries_total{outcome="failed",webhook="shop"} 5`,
 		`flrh_webhook_deliveries_total{outcome="refused",webhook="shop"} 3`,
 		`flrh_webhook_deliveries_total{outcome="input",webhook="tracker"} 1`,
 		`flrh_webhook_deliveries_total{outcome="refused",webhook="stripe"} 1`,
@@ -368,6 +382,10 @@ func TestParseWebhooksRefuses(t *testing.T) {
 		{"a run id template unclosed", hook(`,"run_id":"run-{/id"`), "run_id: /: the { at byte 4 is not closed"},
 		{"an input placeholder unknown", hook(`,"input":{"a":"{$run}"}`), "input: /a: no placeholder {$run}"},
 		{"a condition on no pointer", hook(`,"when":{"action":"opened"}`), "/webhooks/0 (shop): when: action: a condition's key is a JSON pointer"},
+		{"a bad label", hook(`,"labels":{"Order":"{/id}"}`), `labels: label "Order": a key is lower-case`},
+		{"flrh's own label", hook(`,"labels":{"flrh.webhook":"x"}`), `keys beginning "flrh." are flrh's own`},
+		{"a label's unknown placeholder", hook(`,"labels":{"order":"{$run}"}`), "labels: order: /: no placeholder {$run}"},
+		{"an empty label", hook(`,"labels":{"order":""}`), "/webhooks/0/labels/order"},
 		{"a tolerance of nothing", hook(`,"tolerance_seconds":0`), "tolerance_seconds"},
 		{"no webhooks", `{"webhooks":[]}`, "/webhooks"},
 		{"not JSON", `{"webhooks":`, "malformed"},

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,7 +49,7 @@ func (t *tools) register(s *sdk.Server) {
 		Description: "List the workflows a run can be started with: id, version and the digest that binds their exact definition."},
 		guarded(t.listWorkflows))
 	sdk.AddTool(s, &sdk.Tool{Name: "list_runs", Annotations: readOnly("List runs"),
-		Description: "List runs in creation order, optionally only those in one state. Page with `after` (the `next` of the previous page)."},
+		Description: "List runs in creation order, optionally only those in one state or bearing given labels. Page with `after` (the `next` of the previous page)."},
 		guarded(t.listRuns))
 	sdk.AddTool(s, &sdk.Tool{Name: "get_run", Annotations: readOnly("Show a run"),
 		Description: "Show a run: its control state and outcome, what it waits for (and from whom), its effects with every attempt, and its receipts."},
@@ -87,9 +88,10 @@ func guarded[In, Out any](h sdk.ToolHandlerFor[In, Out]) sdk.ToolHandlerFor[In, 
 type listWorkflowsIn struct{}
 
 type listRunsIn struct {
-	After string `json:"after,omitempty" jsonschema:"return runs created after this run id (the next of the previous page)"`
-	Limit int    `json:"limit,omitempty" jsonschema:"at most this many runs (default 50, at most 500)"`
-	State string `json:"state,omitempty" jsonschema:"only runs in this control state, e.g. WAIT_APPROVAL or SUCCEEDED"`
+	After  string            `json:"after,omitempty" jsonschema:"return runs created after this run id (the next of the previous page)"`
+	Limit  int               `json:"limit,omitempty" jsonschema:"at most this many runs (default 50, at most 500)"`
+	State  string            `json:"state,omitempty" jsonschema:"only runs in this control state, e.g. WAIT_APPROVAL or SUCCEEDED"`
+	Labels map[string]string `json:"labels,omitempty" jsonschema:"only runs bearing every one of these labels, value for value (e.g. {\"order\": \"A-1042\"})"`
 }
 
 type runIn struct {
@@ -102,12 +104,13 @@ type journeyIn struct {
 }
 
 type startIn struct {
-	Workflow    string         `json:"workflow" jsonschema:"the workflow id, optionally with @version (e.g. refund-agent@1)"`
-	Version     string         `json:"version,omitempty" jsonschema:"the workflow version (default 1, or the one after @)"`
-	RunID       string         `json:"run_id,omitempty" jsonschema:"the new run's id (default: a fresh random id)"`
-	Input       map[string]any `json:"input" jsonschema:"the run's input, a JSON object the workflow understands (integers only, no fractions)"`
-	Usage       *usageIn       `json:"usage,omitempty" jsonschema:"what producing the input cost you, charged against the run's tokens and cost budgets when it is accepted"`
-	WaitSeconds *int           `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to settle (default 10, at most 30; 0 returns at once)"`
+	Workflow    string            `json:"workflow" jsonschema:"the workflow id, optionally with @version (e.g. refund-agent@1)"`
+	Version     string            `json:"version,omitempty" jsonschema:"the workflow version (default 1, or the one after @)"`
+	RunID       string            `json:"run_id,omitempty" jsonschema:"the new run's id (default: a fresh random id)"`
+	Input       map[string]any    `json:"input" jsonschema:"the run's input, a JSON object the workflow understands (integers only, no fractions)"`
+	Usage       *usageIn          `json:"usage,omitempty" jsonschema:"what producing the input cost you, charged against the run's tokens and cost budgets when it is accepted"`
+	WaitSeconds *int              `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to settle (default 10, at most 30; 0 returns at once)"`
+	Labels      map[string]string `json:"labels,omitempty" jsonschema:"labels naming what the run is for (an order, a ticket), by which list_runs finds it again: at most 16, keys of a-z 0-9 . _ / - (not beginning flrh.), values 1 to 256 bytes"`
 }
 
 type submitIn struct {
@@ -151,7 +154,10 @@ func (t *tools) listRuns(ctx context.Context, _ *sdk.CallToolRequest, in listRun
 	// Filtered inside the database on flrh's stores, a bounded number of
 	// runs read, so that one call cannot walk an unbounded store; next
 	// says where to go on.
-	runs, next, err := store.MatchingRuns(ctx, t.d.Store, in.After, limit, 20*MaxListRuns, store.RunFilter{State: in.State, WorkflowIDs: t.d.Workflows})
+	if err := label.Check(in.Labels); err != nil {
+		return nil, RunList{}, fmt.Errorf("labels: %w", err)
+	}
+	runs, next, err := store.MatchingRuns(ctx, t.d.Store, in.After, limit, 20*MaxListRuns, store.RunFilter{State: in.State, WorkflowIDs: t.d.Workflows, Labels: in.Labels})
 	if err != nil {
 		return nil, RunList{}, explain(err, "")
 	}
@@ -248,6 +254,9 @@ func (t *tools) startRun(ctx context.Context, req *sdk.CallToolRequest, in start
 	if err != nil {
 		return nil, Progress{}, err
 	}
+	if err := label.CheckGiven(in.Labels); err != nil {
+		return nil, Progress{}, fmt.Errorf("labels: %w", err)
+	}
 	runID := in.RunID
 	if runID == "" {
 		runID = t.d.NewRunID()
@@ -255,7 +264,8 @@ func (t *tools) startRun(ctx context.Context, req *sdk.CallToolRequest, in start
 	if !cjson.ValidID(runID) {
 		return nil, Progress{}, fmt.Errorf("run_id %q is not a valid id (letters, digits and . _ : - only)", runID)
 	}
-	if err := t.d.Runner.StartWithUsage(ctx, runID, id, version, body, in.Usage.usage(), t.agent); err != nil {
+	if err := t.d.Runner.StartRun(ctx, runner.StartRequest{RunID: runID, WorkflowID: id, Version: version, Input: body, Usage: in.Usage.usage(),
+		By: t.agent, Labels: in.Labels}); err != nil {
 		return nil, Progress{}, explain(err, runID)
 	}
 	return t.progress(ctx, runID, wait)

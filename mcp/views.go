@@ -43,6 +43,8 @@ type RunHeader struct {
 	Quarantine string `json:"quarantine,omitempty"`
 	CreatedAt  string `json:"created_at"`
 	UpdatedAt  string `json:"updated_at"`
+	// Labels are what the run was started with, omitted when none.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // RunView is where a run stands and what it waits for.
@@ -161,7 +163,7 @@ type TraceRecord struct {
 
 func header(r store.Run) RunHeader {
 	return RunHeader{RunID: r.ID, Workflow: r.WorkflowID, Version: r.WorkflowVersion, State: r.State, Outcome: r.Outcome,
-		Quarantine: r.Quarantine, CreatedAt: stamp(r.CreatedAt), UpdatedAt: stamp(r.UpdatedAt)}
+		Quarantine: r.Quarantine, CreatedAt: stamp(r.CreatedAt), UpdatedAt: stamp(r.UpdatedAt), Labels: r.Labels}
 }
 
 func view(st runner.Status) RunView {

@@ -87,7 +87,11 @@ func genArchive(t *rapid.T) *archive.Archive {
 	r.Run = store.Run{ID: runID, WorkflowID: text.Draw(t, "wf"), WorkflowVersion: text.Draw(t, "v"), WorkflowDigest: text.Draw(t, "wd"),
 		State: text.Draw(t, "state"), Outcome: text.Draw(t, "outcome"), Head: rapid.Int64().Draw(t, "head"), HeadHash: text.Draw(t, "hh"),
 		Lease:      store.Lease{RunID: runID, Owner: text.Draw(t, "owner"), Generation: rapid.Int64().Draw(t, "gen"), ExpiresAt: when.Draw(t, "exp")},
-		Quarantine: text.Draw(t, "q"), CreatedAt: when.Draw(t, "created"), UpdatedAt: when.Draw(t, "updated"), DueAt: when.Draw(t, "due")}
+		Quarantine: text.Draw(t, "q"), CreatedAt: when.Draw(t, "created"), UpdatedAt: when.Draw(t, "updated"), DueAt: when.Draw(t, "due"),
+		Labels: rapid.MapOfN(rapid.StringMatching(`[a-z][a-z0-9./_-]{0,8}[a-z0-9]`), rapid.StringMatching(`[^\x00-\x1f\x7f-\x9f]{1,8}`), 0, 3).Draw(t, "labels")}
+	if len(r.Run.Labels) == 0 {
+		r.Run.Labels = nil // none is nil, as a store reads it
+	}
 	for i := range rapid.IntRange(0, 3).Draw(t, "events") {
 		r.Events = append(r.Events, store.Event{Seq: int64(i + 1), Kind: text.Draw(t, "kind"), Body: body.Draw(t, "body"), Digest: text.Draw(t, "d"),
 			PrevHash: text.Draw(t, "prev"), ChainHash: text.Draw(t, "chain"), Generation: rapid.Int64().Draw(t, "g"), RecordedAt: when.Draw(t, "at")})
@@ -235,7 +239,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"a time not in UTC", replace(`"created_at":"2026-01-02T03:04:05Z"`, `"created_at":"2026-01-02T04:04:05+01:00"`), "/run/created_at", "UTC"},
 		{"a time that is not one", replace(`"created_at":"2026-01-02T03:04:05Z"`, `"created_at":"yesterday"`), "/run/created_at", "RFC 3339"},
 		{"grants out of order", replace(`"id":"run-1-g1"`, `"id":"run-1-g9"`), "/grants/1/id", "ordered"},
-		{"no run id", replace(`"id":"run-1","lease_expires_at"`, `"id":"","lease_expires_at"`), "/run/id", "required"},
+		{"no run id", replace(`"id":"run-1","labels"`, `"id":"","labels"`), "/run/id", "required"},
+		{"a label the rules refuse", replace(`"team":"refunds"`, `"team":""`), "/run/labels", `label "team": the value is empty`},
 	} {
 		_, err := archive.Decode([]byte(tc.doc))
 		var ae *archive.Error

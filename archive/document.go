@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,6 +75,9 @@ type (
 		CreatedAt       string `json:"created_at"`
 		UpdatedAt       string `json:"updated_at"`
 		DueAt           string `json:"due_at"`
+		// Labels, not evidence, travel with the header; omitted when none
+		// (as in documents written before runs had them).
+		Labels map[string]string `json:"labels,omitempty"`
 	}
 	docEvent struct {
 		Seq        int64  `json:"seq"`
@@ -251,7 +255,7 @@ func Encode(a *Archive) ([]byte, error) {
 	d.Run = &docRun{ID: h.ID, WorkflowID: h.WorkflowID, WorkflowVersion: h.WorkflowVersion, WorkflowDigest: h.WorkflowDigest,
 		State: h.State, Outcome: h.Outcome, Head: h.Head, HeadHash: h.HeadHash, LeaseOwner: h.Lease.Owner,
 		LeaseGeneration: h.Lease.Generation, LeaseExpiresAt: timeText(h.Lease.ExpiresAt), Quarantine: h.Quarantine,
-		CreatedAt: timeText(h.CreatedAt), UpdatedAt: timeText(h.UpdatedAt), DueAt: timeText(h.DueAt)}
+		CreatedAt: timeText(h.CreatedAt), UpdatedAt: timeText(h.UpdatedAt), DueAt: timeText(h.DueAt), Labels: h.Labels}
 	for _, e := range r.Events {
 		events = append(events, docEvent{Seq: e.Seq, Kind: e.Kind, Digest: e.Digest, PrevHash: e.PrevHash, ChainHash: e.ChainHash,
 			Generation: e.Generation, RecordedAt: timeText(e.RecordedAt), docBody: body(e.Body)})
@@ -348,6 +352,12 @@ func Decode(text []byte) (*Archive, error) {
 	r.Run = store.Run{ID: h.ID, WorkflowID: h.WorkflowID, WorkflowVersion: h.WorkflowVersion, WorkflowDigest: h.WorkflowDigest,
 		State: h.State, Outcome: h.Outcome, Head: h.Head, HeadHash: h.HeadHash, Quarantine: h.Quarantine,
 		Lease: store.Lease{RunID: h.ID, Owner: h.LeaseOwner, Generation: h.LeaseGeneration}}
+	if err := label.Check(h.Labels); err != nil {
+		return nil, errorf("/run/labels", "%v", err)
+	}
+	if len(h.Labels) > 0 {
+		r.Run.Labels = h.Labels
+	}
 	var err error
 	for _, t := range []struct {
 		where, text string

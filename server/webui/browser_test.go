@@ -1006,6 +1006,48 @@ func TestBrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="lost-answer"]`)))
 	})
 
+	t.Run("labels", func(t *testing.T) {
+		w.t = t
+		// A run started from the form with labels shows them; a label
+		// lists the runs bearing it; a filter by labels no run bears
+		// lists none.
+		input := `{"type":"refund.requested/1","payload":{"refund_id":"r-labelled-ui","amount":12,"payee":"hal","reason":"damaged item"}}`
+		w.start("other-team", 11, "ida", "damaged item")
+		w.run("start with labels", chromedp.Navigate(w.open.URL+"/ui/#/runs"), chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="other-team"]`)),
+			chromedp.Click(chromedp.CSS("details.start summary")),
+			chromedp.SetValue(chromedp.CSS("#s-workflow"), `["refund-agent","1"]`),
+			chromedp.SetValue(chromedp.CSS("#s-id"), "labelled-ui"),
+			chromedp.SetValue(chromedp.CSS("#s-input"), input),
+			chromedp.SetValue(chromedp.CSS("#s-labels"), "order=A-77, note=damaged, boxed, team=payments"),
+			chromedp.Click(chromedp.CSS(`details.start button[type="submit"]`)),
+			waitText("#run-labels", "note=damaged, boxed"))
+		shown := value(w, "labels shown", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#run-labels a.label')].map(a=>a.dataset.label)`))
+		if !slices.Equal(shown, []string{"note=damaged, boxed", "order=A-77", "team=payments"}) {
+			t.Fatalf("the run page shows labels %v", shown)
+		}
+		w.checkA11y("run page with labels")
+		w.run("follow a label", chromedp.Click(chromedp.CSS(`#run-labels a.label[data-label="team=payments"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="labelled-ui"]`)))
+		rows := func() []string {
+			return value(w, "rows", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#runs tbody tr[data-run]')].map(r=>r.dataset.run)`))
+		}
+		if got := rows(); !slices.Equal(got, []string{"labelled-ui"}) {
+			t.Fatalf("the runs labelled team=payments: %v", got)
+		}
+		if v := value(w, "filter", chromedp.Evaluate[string](`document.querySelector('#f-labels').value`)); v != "team=payments" {
+			t.Fatalf("the labels filter reads %q", v)
+		}
+		w.checkA11y("runs list by label")
+		w.shot("11b-runs-by-label")
+		w.run("no run bears it", chromedp.SetValue(chromedp.CSS("#f-labels"), "team=payments, order=A-78"),
+			chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)), waitText("#runs tbody", "No runs match."))
+		w.run("cleared", chromedp.Click(chromedp.CSS(`form.filters button[type="button"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#runs tr[data-run="other-team"]`)))
+		if got, err := w.st.Run(context.Background(), "labelled-ui"); err != nil || len(got.Labels) != 3 || got.Labels["note"] != "damaged, boxed" {
+			t.Fatalf("the store holds %v, %v", got.Labels, err)
+		}
+	})
+
 	t.Run("paging and roles", func(t *testing.T) {
 		w.t = t
 		// Two runs to a page: the pages partition the list in order.

@@ -75,7 +75,7 @@ func (r prunedRecord) counts() store.RecordCounts {
 func EndedWithEverything(t *testing.T, s store.Store, c *Clock, run string) {
 	t.Helper()
 	first := Inb(run, run+"-start", "INPUT", `{"amount":10}`)
-	must(t, s.CreateRun(ctx, store.Run{ID: run, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED"}, first))
+	must(t, s.CreateRun(ctx, store.Run{ID: run, WorkflowID: "wf", WorkflowVersion: "1", State: "CREATED", Labels: map[string]string{"order": run, "team": "refunds"}}, first))
 	grant(t, s, run+"-g1", run, run+"-n1", c.Now().Add(time.Hour))
 	grant(t, s, run+"-g2", run, run+"-n2", c.Now().Add(time.Hour))
 	grant(t, s, run+"-g3", run, run+"-n3", c.Now().Add(time.Hour))

@@ -85,3 +85,26 @@ export function gate(button, act) {
   }
   return button;
 }
+
+// labelChips shows a run's labels, each a link to the runs bearing it.
+export function labelChips(labels) {
+  const keys = Object.keys(labels || {}).sort();
+  if (!keys.length) return null;
+  return h('span', { class: 'labels' }, keys.map((k) => h('a', {
+    class: 'label', 'data-label': k + '=' + labels[k], title: 'runs labelled ' + k + '=' + labels[k],
+    href: '#/runs?' + new URLSearchParams([['label', k + '=' + labels[k]]]),
+  }, k + '=' + labels[k])));
+}
+
+// parseLabels reads "key=value, key=value" into pairs: a comma separates
+// two labels only where a key and "=" follow it, so a value may hold
+// commas. Anything without "=" is returned as a pair with no value, for
+// the server to refuse by name.
+export function parseLabels(text) {
+  const t = String(text || '').trim();
+  if (!t) return [];
+  return t.split(/,\s*(?=[a-z0-9][a-z0-9._\/-]*=)/).map((part) => {
+    const i = part.indexOf('=');
+    return i < 0 ? [part.trim(), ''] : [part.slice(0, i).trim(), part.slice(i + 1).trim()];
+  });
+}

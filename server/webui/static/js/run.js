@@ -4,7 +4,7 @@
 // through the run's event stream.
 
 import { get, post, runPath, optional, stream } from './api.js';
-import { h, replace, short, when, stateBadge, field, gate, may } from './dom.js';
+import { h, replace, short, when, stateBadge, field, gate, may, labelChips } from './dom.js';
 import { approvalCard, journeyStrip, jsonView, scoreTable, scorecard } from './widgets.js';
 import { pendingFields, ticketFields } from './inbox.js';
 import { whyView } from './why.js';
@@ -65,6 +65,7 @@ export async function runPage(el, signal, id) {
           String(page.inbox_pending), ' ', h('span', { class: 'muted' }, ended ? 'the run ended before it took them' : 'read when the run next takes input'))] : null,
         r.lease_owner ? [h('dt', {}, 'Advanced by'), h('dd', {}, r.lease_owner)] : null,
         r.quarantine ? [h('dt', {}, 'Quarantined'), h('dd', { class: 'bad' }, r.quarantine)] : null,
+        r.labels ? [h('dt', {}, 'Labels'), h('dd', { id: 'run-labels' }, labelChips(r.labels))] : null,
         page.status_error ? [h('dt', {}, 'Status'), h('dd', { class: 'bad' }, page.status_error)] : null,
         h('dt', {}, 'Created'), h('dd', {}, when(r.created_at)),
         h('dt', {}, 'Updated'), h('dd', {}, when(r.updated_at))),

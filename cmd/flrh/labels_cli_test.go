@@ -48,6 +48,9 @@ func TestRunLabelsOverTheCLI(t *testing.T) {
 			t.Errorf("run list %v: %v, want %v", f.args, ids, f.want)
 		}
 	}
+	if out := c.ok("run", "export", "big"); !strings.Contains(out, `"labels":{"order":"A-1042","team":"payments"}`) {
+		t.Errorf("run export does not carry the labels:\n%s", out)
+	}
 	if out := c.ok("run", "list", "--label", "team=payments"); !strings.Contains(out, "LABELS") || !strings.Contains(out, "order=A-1042, team=payments") {
 		t.Errorf("run list does not show labels:\n%s", out)
 	}

@@ -446,6 +446,8 @@ type exportRunHeader struct {
 	HeadHash        string `json:"head_hash"`
 	Generation      int64  `json:"generation"`
 	Quarantine      string `json:"quarantine"`
+	// Labels are the run's labels, omitted when none: not evidence.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 type exportEvent struct {
@@ -528,7 +530,8 @@ func exportRun(ctx context.Context, st store.Store, runID string) (*runExport, e
 		return v, nil
 	}
 	x := &runExport{Kind: RunExportKind, Run: exportRunHeader{ID: run.ID, WorkflowID: run.WorkflowID, WorkflowVersion: run.WorkflowVersion,
-		State: run.State, Outcome: run.Outcome, Head: run.Head, HeadHash: run.HeadHash, Generation: run.Lease.Generation, Quarantine: run.Quarantine},
+		State: run.State, Outcome: run.Outcome, Head: run.Head, HeadHash: run.HeadHash, Generation: run.Lease.Generation, Quarantine: run.Quarantine,
+		Labels: run.Labels},
 		Events: []exportEvent{}, Intents: []exportIntent{}, Receipts: []exportReceipt{}, Approvals: []exportApproval{}}
 	evs, err := st.Events(ctx, runID, 0)
 	if err != nil {

@@ -56,6 +56,14 @@ func TestBrowserSchedules(t *testing.T) {
 		t.Fatalf("the schedule's head after run now: %+v, %v, %v", h, ok, err)
 	}
 
+	// The schedule's runs, by the label every run it starts bears.
+	w.run("its runs", chromedp.Click(chromedp.CSS(row+` a.runs-of`)), chromedp.WaitVisible(chromedp.CSS(`#runs tbody tr[data-run^="nightly-"]`)))
+	listed := value(w, "runs listed", chromedp.Evaluate[[]string](`[...document.querySelectorAll('#runs tbody tr')].map(r=>r.dataset.run)`))
+	if len(listed) != 1 || !strings.HasPrefix(listed[0], "nightly-") {
+		t.Fatalf("the runs of nightly: %v", listed)
+	}
+	w.run("back", chromedp.Navigate(ts.URL+"/ui/#/schedules"), chromedp.WaitVisible(chromedp.CSS(row)))
+
 	w.run("pause", typeInto(row+` input`, "the ledger is being migrated"), press(row+` button[data-act="pause"]`),
 		waitText("#status", "Paused nightly on every server."),
 		waitText(row+" td.paused", "Paused by finance-lead since "), waitText(row+" td.paused", ": the ledger is being migrated"))

@@ -57,7 +57,7 @@ function row(s, reload) {
     [h('strong', {}, ahead ? 'Pause set' : 'Paused'), ` by ${p.by} ` + (ahead ? `from ${when(p.from)}` : `since ${when(p.since)}`),
       p.until ? ` until ${when(p.until)}` : '', p.reason ? `: ${p.reason}` : ''];
   return h('tr', { 'data-schedule': s.name, 'data-paused': p ? (ahead ? 'ahead' : 'yes') : 'no' },
-    h('td', {}, h('code', {}, s.name)),
+    h('td', {}, h('code', {}, s.name), ' ', h('a', { class: 'runs-of', href: '#/runs?' + new URLSearchParams([['label', 'flrh.schedule=' + s.name]]), title: `the runs ${s.name} started` }, 'runs')),
     h('td', {}, h('code', {}, s.cron), ' ', h('span', { class: 'muted' }, s.time_zone),
       s.overlap === 'skip' ? h('span', { class: 'muted', title: 'No run starts while the latest is going' }, ' · one at a time') : ''),
     h('td', {}, s.workflow + (s.version ? '@' + s.version : '')),

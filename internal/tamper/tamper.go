@@ -31,6 +31,8 @@ func Key(table string) string {
 		return "run_id"
 	case "duties":
 		return "name"
+	case "run_labels":
+		return "key || '=' || value || '/' || created_order"
 	}
 	return "rowid"
 }

@@ -2,8 +2,11 @@ package notify
 
 import (
 	"encoding/json"
+	"flrh.dev/flrh/label"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,7 +83,7 @@ var (
 
 // sentence is what a notice says to a person, in style st.
 func sentence(b store.NoticeBody, base string, st style) string {
-	run := "Run " + st.name(b.RunID) + " (" + st.esc(b.WorkflowID+"@"+b.WorkflowVersion) + ")"
+	run := "Run " + st.name(b.RunID) + " (" + st.esc(b.WorkflowID+"@"+b.WorkflowVersion+givenLabels(b.Labels)) + ")"
 	var text string
 	switch b.Kind {
 	case store.NoticeApproval:
@@ -112,6 +115,22 @@ func sentence(b store.NoticeBody, base string, st style) string {
 		text += " " + st.link(l, what)
 	}
 	return "flrh: " + text
+}
+
+// givenLabels is ", k=v, k=v" of the labels those who started the run
+// gave it, "" for none: flrh's own (the schedule or webhook that started
+// it) tell a person nothing the run's id and page do not.
+func givenLabels(labels map[string]string) string {
+	var given []string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if !strings.HasPrefix(k, label.Reserved) {
+			given = append(given, k+"="+labels[k])
+		}
+	}
+	if len(given) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(given, ", ")
 }
 
 func count(n int, what string) string {

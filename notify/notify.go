@@ -459,7 +459,7 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 		switch {
 		case slices.Contains(no.Sent, r.Name):
 			sent = append(sent, r.Name)
-		case !r.takes(no.Kind, b.WorkflowID):
+		case !r.takes(no.Kind, b):
 		case k >= 0 && no.Waits[k].After > 0:
 			waiting, later = append(waiting, r), append(later, no.Waits[k])
 		case r.After > age:
@@ -474,14 +474,14 @@ func (n *Notifier) deliver(ctx context.Context, no store.Notice, routes []Route)
 	}
 	done := func() error {
 		for i := range routes {
-			if r := &routes[i]; !r.takes(no.Kind, b.WorkflowID) {
+			if r := &routes[i]; !r.takes(no.Kind, b) {
 				n.cfg.Observe(r.label(), no.Kind, "skipped")
 			}
 		}
 		return n.cfg.Board.NoticeDone(ctx, no.ID, n.cfg.Holder)
 	}
 	if len(pending) == 0 && len(later) == 0 {
-		log.Debug("notice skipped: no route still to take it takes its kind and workflow")
+		log.Debug("notice skipped: no route still to take it takes its kind, workflow and labels")
 		return done()
 	}
 	drop := func(rs []*Route, msg string, args ...any) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -38,6 +39,10 @@ type Route struct {
 	// Workflows are the workflow ids whose runs' notices it takes; nil
 	// takes every workflow's.
 	Workflows []string
+	// Labels are labels a run must bear, every one, for the route to take
+	// its notices (flrh's own among them: flrh.schedule=nightly); nil
+	// takes every run's.
+	Labels map[string]string
 	// From and To are an e-mail route's sender and recipients, each a
 	// bare address (name@example.com); or an SMS route's sender and the
 	// one number it texts (FormatSMS).
@@ -75,13 +80,14 @@ var RouteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // person: those an escalation route (Route.After) takes.
 var WaitingKinds = []string{store.NoticeApproval, store.NoticeChoice, store.NoticeReconciliation, store.NoticeTripped, store.NoticeQuarantined}
 
-// takes reports whether r delivers notices of kind about runs of
-// workflow.
-func (r *Route) takes(kind, workflow string) bool {
+// takes reports whether r delivers notices of kind about the run b
+// names (its workflow and labels).
+func (r *Route) takes(kind string, b store.NoticeBody) bool {
 	if r.After > 0 && !slices.Contains(WaitingKinds, kind) {
 		return false
 	}
-	return (r.Kinds == nil || slices.Contains(r.Kinds, kind)) && (r.Workflows == nil || slices.Contains(r.Workflows, workflow))
+	return (r.Kinds == nil || slices.Contains(r.Kinds, kind)) && (r.Workflows == nil || slices.Contains(r.Workflows, b.WorkflowID)) &&
+		label.Matches(b.Labels, r.Labels)
 }
 
 // checkAfter checks the routes' escalations against giveUp, the age at
@@ -198,6 +204,18 @@ func (r *Route) checkTakes(where string) error {
 			return errors.New(where + "a workflow named is empty")
 		}
 	}
+	return checkRouteLabels(where, r.Labels)
+}
+
+// checkRouteLabels checks the labels a route takes runs by: given, at
+// least one, each as a run's may be (flrh's own keys included).
+func checkRouteLabels(where string, labels map[string]string) error {
+	if labels != nil && len(labels) == 0 {
+		return errors.New(where + "labels names no label: leave it out to take every run's notices")
+	}
+	if err := label.Check(labels); err != nil {
+		return errors.New(where + err.Error())
+	}
 	return nil
 }
 
@@ -219,6 +237,8 @@ type RouteSpec struct {
 	Template  string   `json:"template,omitempty"`
 	Kinds     []string `json:"kinds,omitempty"`
 	Workflows []string `json:"workflows,omitempty"`
+	// Labels, the labels a run must bear (Route.Labels).
+	Labels map[string]string `json:"labels,omitempty"`
 	// After, a Go duration ("4h", "30m"), makes the route an escalation
 	// (Route.After).
 	After string `json:"after,omitempty"`
@@ -431,6 +451,9 @@ func (s *RouteSpec) check(i int, before []RouteSpec) error {
 		if slices.Contains(s.Workflows[:j], w) {
 			return bad("workflows", "%q is named twice", w)
 		}
+	}
+	if err := checkRouteLabels("", s.Labels); err != nil {
+		return bad("labels", "%v", err)
 	}
 	return nil
 }

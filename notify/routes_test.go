@@ -44,14 +44,21 @@ func (f *fixture) routed(holder string, routes []Route, mods ...func(*Config)) *
 // with the notice of kind, and returns the notice's id.
 func (f *fixture) commit(id, wf, kind string) string {
 	f.t.Helper()
-	if err := f.store.CreateRun(ctx, store.Run{ID: id, WorkflowID: wf, WorkflowVersion: "1", State: "CREATED"}); err != nil {
+	return f.commitLabelled(id, wf, kind, nil)
+}
+
+// commitLabelled is commit of a run bearing labels, which its notice
+// carries.
+func (f *fixture) commitLabelled(id, wf, kind string, labels map[string]string) string {
+	f.t.Helper()
+	if err := f.store.CreateRun(ctx, store.Run{ID: id, WorkflowID: wf, WorkflowVersion: "1", State: "CREATED", Labels: labels}); err != nil {
 		f.t.Fatal(err)
 	}
 	l, err := f.store.AcquireLease(ctx, id, "w", time.Hour)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	body, _ := json.Marshal(store.NoticeBody{Kind: kind, RunID: id, WorkflowID: wf, WorkflowVersion: "1"})
+	body, _ := json.Marshal(store.NoticeBody{Kind: kind, RunID: id, WorkflowID: wf, WorkflowVersion: "1", Labels: labels})
 	tick := store.Tick{Events: []store.Event{storetest.Ev("E", `{}`)}, State: "WAIT_APPROVAL", Notices: []store.Notice{{Kind: kind, Body: body}}}
 	if kind == store.NoticeEnded {
 		tick.State, tick.Outcome = "SUCCEEDED", "success"
@@ -127,6 +134,64 @@ func TestRoutesTakeTheirKindsAndWorkflows(t *testing.T) {
 		if f.seen[k] != v {
 			t.Errorf("%s counted %d, want %d (all: %v)", k, f.seen[k], v, f.seen)
 		}
+	}
+}
+
+// A route with labels takes the notices of runs bearing every one of
+// them, flrh's own among them, and no other run's; the chat's sentence
+// names the labels the run was given, not flrh's.
+func TestRoutesTakeTheirLabels(t *testing.T) {
+	f := newFixture(t)
+	payments, paymentsRoute := f.route("payments", []byte("the payments channel's key"))
+	eu, euRoute := f.route("eu", []byte("the eu region's key, 24 b"))
+	nightly, nightlyRoute := f.route("nightly", []byte("the nightly watcher's key"))
+	paymentsRoute.Format, paymentsRoute.Labels = FormatSlack, map[string]string{"team": "payments"}
+	euRoute.Labels = map[string]string{"team": "payments", "region": "eu"}
+	nightlyRoute.Labels = map[string]string{"flrh.schedule": "nightly"}
+
+	paysEU := f.commitLabelled("r-1", "refunds", store.NoticeApproval, map[string]string{"team": "payments", "region": "eu", "order": "A-1"})
+	paysUS := f.commitLabelled("r-2", "refunds", store.NoticeApproval, map[string]string{"team": "payments", "region": "us"})
+	f.commitLabelled("r-3", "refunds", store.NoticeApproval, map[string]string{"team": "ops", "region": "eu"})
+	f.commit("r-4", "refunds", store.NoticeApproval)
+	scheduled := f.commitLabelled("r-5", "refunds", store.NoticeEnded, map[string]string{"flrh.schedule": "nightly", "team": "payments"})
+
+	n := f.notifier("a", func(c *Config) {
+		c.URL, c.Secret = "", nil
+		c.Routes = []Route{paymentsRoute, euRoute, nightlyRoute}
+	})
+	f.pass(n, 5)
+	for _, c := range []struct {
+		name string
+		rc   *receiver
+		want []string
+	}{
+		{"payments", payments, []string{paysEU, paysUS, scheduled}},
+		{"eu", eu, []string{paysEU}},
+		{"nightly", nightly, []string{scheduled}},
+	} {
+		got := ids(c.rc.deliveries())
+		slices.Sort(c.want)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s took %v, want %v", c.name, got, c.want)
+		}
+	}
+	var texts []string
+	for _, d := range payments.deliveries() {
+		texts = append(texts, string(d.raw))
+	}
+	slices.Sort(texts)
+	for i, want := range []string{
+		`{"text":"flrh: Run *r-1* (refunds@1, order=A-1, region=eu, team=payments) waits for an approval (0 requests)."}`,
+		`{"text":"flrh: Run *r-2* (refunds@1, region=us, team=payments) waits for an approval (0 requests)."}`,
+		`{"text":"flrh: Run *r-5* (refunds@1, team=payments) ended: ."}`,
+	} {
+		if i >= len(texts) || texts[i] != want {
+			t.Errorf("the chat got %q, want %q", texts, want)
+			break
+		}
+	}
+	if f.backlog() != 0 {
+		t.Fatalf("backlog %d", f.backlog())
 	}
 }
 
@@ -319,7 +384,7 @@ func TestParseRoutes(t *testing.T) {
 	const good = `{"routes": [
   {"name": "approvals", "url_env": "FLRH_SLACK_URL", "format": "slack", "kinds": ["approval_waiting", "choice_waiting"], "workflows": ["refund-agent"]},
   {"name": "oncall", "url": "https://pager.example.com/flrh", "secret_env": "PAGER_SECRET", "kinds": ["reconciliation_waiting", "run_tripped"]},
-  {"name": "audit", "url": "http://127.0.0.1:9000/"},
+  {"name": "audit", "url": "http://127.0.0.1:9000/", "labels": {"team": "payments", "flrh.schedule": "nightly"}},
   {"name": "manager", "url_env": "FLRH_MANAGER_URL", "kinds": ["approval_waiting"], "after": "4h"},
   {"name": "mail", "url": "smtp://mail.example.com:587", "format": "email", "from": "flrh@example.com", "to": ["finance@example.com"]},
   {"name": "phones", "url": "https://api.twilio.com/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Messages.json", "secret_env": "TWILIO_AUTH_TOKEN", "format": "sms", "from": "+15550000000", "to": ["+15550000001", "+15550000002"], "kinds": ["approval_waiting"], "after": "30m"}
@@ -327,7 +392,7 @@ func TestParseRoutes(t *testing.T) {
 	want := []RouteSpec{
 		{Name: "approvals", URLEnv: "FLRH_SLACK_URL", Format: FormatSlack, Kinds: []string{"approval_waiting", "choice_waiting"}, Workflows: []string{"refund-agent"}},
 		{Name: "oncall", URL: "https://pager.example.com/flrh", SecretEnv: "PAGER_SECRET", Kinds: []string{"reconciliation_waiting", "run_tripped"}},
-		{Name: "audit", URL: "http://127.0.0.1:9000/"},
+		{Name: "audit", URL: "http://127.0.0.1:9000/", Labels: map[string]string{"team": "payments", "flrh.schedule": "nightly"}},
 		{Name: "manager", URLEnv: "FLRH_MANAGER_URL", Kinds: []string{"approval_waiting"}, After: "4h"},
 		{Name: "mail", URL: "smtp://mail.example.com:587", Format: FormatEmail, From: "flrh@example.com", To: []string{"finance@example.com"}},
 		{Name: "phones", URL: "https://api.twilio.com/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Messages.json", SecretEnv: "TWILIO_AUTH_TOKEN", Format: FormatSMS,
@@ -398,6 +463,9 @@ func TestParseRoutes(t *testing.T) {
 		{"no workflows", route(`"name": "b", "url_env": "X", "workflows": []`), 1, "workflows", "names no workflow"},
 		{"an empty workflow", route(`"name": "b", "url_env": "X", "workflows": [""]`), 1, "workflows", "workflow 0 is not an id"},
 		{"a workflow twice", route(`"name": "b", "url_env": "X", "workflows": ["w", "w"]`), 1, "workflows", "named twice"},
+		{"no labels", route(`"name": "b", "url_env": "X", "labels": {}`), 1, "labels", "names no label"},
+		{"a bad label", route(`"name": "b", "url_env": "X", "labels": {"Team": "x"}`), 1, "labels", `label "Team": a key is lower-case`},
+		{"a label with no value", route(`"name": "b", "url_env": "X", "labels": {"team": ""}`), 1, "labels", "the value is empty"},
 		{"after no duration", route(`"name": "b", "url_env": "X", "after": "soon"`), 1, "after", `"soon" is not a positive duration`},
 		{"after a number", route(`"name": "b", "url_env": "X", "after": 3600`), 1, "", "cannot unmarshal number"},
 		{"after nothing", route(`"name": "b", "url_env": "X", "after": "0s"`), 1, "after", "not a positive duration"},

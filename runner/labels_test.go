@@ -5,6 +5,7 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
@@ -71,5 +72,33 @@ func TestStartRunLabels(t *testing.T) {
 	}
 	if run := h.run("delivered"); run.Labels["flrh.webhook"] != "shop" || len(run.Labels) != 1 {
 		t.Fatalf("the delivered run's labels: %v", run.Labels)
+	}
+}
+
+// A labelled run's notices carry its labels, tick after tick (the header
+// a pass keeps as well as the one read afresh), so that routes may take
+// them by label.
+func TestNoticesCarryLabels(t *testing.T) {
+	h := newHarness(t)
+	h.r = h.noticing(h.dest)
+	want := map[string]string{"order": "A-7", "team": "payments"}
+	if err := h.r.StartRun(ctx, StartRequest{RunID: "big", WorkflowID: "refunds", Version: "1", Input: []byte(large), By: payer, Labels: want}); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	st, err := h.r.Inspect(ctx, "big")
+	if err != nil || len(st.Waiting) != 1 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	got, _ := h.claimAll()
+	if len(got) != 1 || got[0].Kind != store.NoticeApproval || !maps.Equal(got[0].Labels, want) {
+		t.Fatalf("notices %+v", got)
+	}
+	if err := h.r.Approve(ctx, "big", st.Waiting[0].RequestID, approver, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	if got, _ = h.claimAll(); len(got) != 1 || got[0].Kind != store.NoticeEnded || !maps.Equal(got[0].Labels, want) {
+		t.Fatalf("notices %+v", got)
 	}
 }

@@ -225,9 +225,10 @@ func stateAfter(t *tick, p *store.Tick) string {
 }
 
 // noticeBody is the part of a notice's body that names the run: its id,
-// workflow, state and position.
+// workflow, labels, state and position.
 func noticeBody(t *tick, state string, seq int64) store.NoticeBody {
-	return store.NoticeBody{RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion, State: state, Seq: seq}
+	return store.NoticeBody{RunID: t.run.ID, WorkflowID: t.run.WorkflowID, WorkflowVersion: t.run.WorkflowVersion, State: state, Seq: seq,
+		Labels: t.run.Labels}
 }
 
 // ApproverTeller is implemented by workflows that can say who may approve

@@ -86,6 +86,9 @@ type NoticeBody struct {
 	WorkflowVersion string `json:"workflow_version"`
 	State           string `json:"state"`
 	Seq             int64  `json:"seq"` // the run's last accepted event when the notice was written
+	// Labels are the run's labels (Run.Labels), which routes may take
+	// notices by; omitted when none.
+	Labels map[string]string `json:"labels,omitempty"`
 	// Outcome is the run's final outcome (run_ended).
 	Outcome string `json:"outcome,omitempty"`
 	// Requests are the approval requests the run waits on, and

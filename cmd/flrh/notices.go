@@ -76,7 +76,7 @@ func (f noticeFlags) routeConfigs() ([]notify.Route, error) {
 	var routes []notify.Route
 	for _, sp := range specs {
 		r := notify.Route{Name: sp.Name, URL: sp.URL, Format: sp.Format, Template: sp.Template, Kinds: sp.Kinds, Workflows: sp.Workflows,
-			After: sp.AfterDuration(), From: sp.From, To: sp.To}
+			Labels: sp.Labels, After: sp.AfterDuration(), From: sp.From, To: sp.To}
 		if sp.URLEnv != "" {
 			if r.URL, err = env.Value(sp.URLEnv); err != nil {
 				return nil, usagef("--notify-routes: route %q: %v", sp.Name, err)

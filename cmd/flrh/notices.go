@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -264,6 +265,9 @@ set.`,
 					fmt.Fprintf(w, " (from %s to %s)", r.From, strings.Join(r.To, ", "))
 				}
 				fmt.Fprintf(w, "; kinds %s; workflows %s", allOr(r.Kinds), allOr(r.Workflows))
+				if r.Labels != nil {
+					fmt.Fprintf(w, "; runs labelled %s", label.String(r.Labels))
+				}
 				if r.After > 0 {
 					fmt.Fprintf(w, "; after %s, if the run still waits", notify.Span(r.After))
 				}
@@ -371,6 +375,9 @@ func (f noticeFlags) notifier(st store.Store, holder string, followUps bool, log
 			}
 		}
 		args := []any{"route", r.Name, "host", hostOf(r.URL), "format", cmp.Or(r.Format, notify.FormatFlrh), "kinds", allOr(r.Kinds), "workflows", allOr(r.Workflows)}
+		if r.Labels != nil {
+			args = append(args, "labels", label.String(r.Labels))
+		}
 		if r.After > 0 {
 			args = append(args, "after", notify.Span(r.After))
 		}

@@ -921,6 +921,7 @@ func TestNotifyCheckCommand(t *testing.T) {
     url_env: CHAT_URL
     format: slack
     kinds: [approval_waiting]
+    labels: {team: payments, flrh.schedule: nightly}
   - name: manager
     url: https://hooks.example.com/manager
     kinds: [approval_waiting]
@@ -938,7 +939,7 @@ func TestNotifyCheckCommand(t *testing.T) {
 	env := []string{"CHAT_URL=https://chat.example.com/T0/s3cr3t-path", "MAIL_URL=smtp://flrh:pw-77@mail.example.com:587", "FLRH_NOTIFY_SECRET=0123456789abcdef0123"}
 	out, err := flrh(bin, env, "notify", "check", "--notify-routes", routes)
 	want := []string{
-		"route approvals: slack to chat.example.com; kinds approval_waiting; workflows all\n",
+		"route approvals: slack to chat.example.com; kinds approval_waiting; workflows all; runs labelled flrh.schedule=nightly, team=payments\n",
 		"route manager: flrh to hooks.example.com; kinds approval_waiting; workflows all; after 4h, if the run still waits\n",
 		"route finance-mail: email to mail.example.com:587 (from flrh@example.com to finance@example.com, audit@example.com); kinds all; workflows refund-agent\n",
 		"flrh notify check: 3 routes, nothing sent\n",

@@ -23,6 +23,8 @@ type WaitingApproval struct {
 	ApprovedBy    []string `json:"approved_by,omitempty"`
 	WhoMayApprove string   `json:"who_may_approve,omitempty"`
 	Awaiting      string   `json:"awaiting,omitempty"`
+	// Labels are the run's, omitted when none.
+	Labels map[string]string `json:"labels,omitempty"`
 	// YouMayApprove is whether the caller may approve it now, by the
 	// checks an approval makes (runner.Runner.MayApprove); WhyNot, when
 	// not, is the refusal an approval would get.
@@ -39,6 +41,10 @@ type WaitingApproval struct {
 // at most maxRunScan) and hands back a cursor, as GET /v1/runs does.
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Principal) error {
 	q := r.URL.Query()
+	labels, err := labelParams(q)
+	if err != nil {
+		return err
+	}
 	if err := checkQuery(q, "after", "limit", "mine"); err != nil {
 		return err
 	}
@@ -58,7 +64,8 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Princip
 	default:
 		return apiErr(http.StatusBadRequest, TypeMalformed, "?mine", "mine must be true or false")
 	}
-	runs, next, err := store.MatchingRuns(r.Context(), s.cfg.Store, after, int(limit), maxRunScan, store.RunFilter{State: "WAIT_APPROVAL", WorkflowIDs: p.Workflows})
+	runs, next, err := store.MatchingRuns(r.Context(), s.cfg.Store, after, int(limit), maxRunScan,
+		store.RunFilter{State: "WAIT_APPROVAL", WorkflowIDs: p.Workflows, Labels: labels})
 	if err != nil {
 		return err
 	}
@@ -83,7 +90,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, p Princip
 		for _, w := range waits {
 			a := WaitingApproval{RunID: run.ID, Workflow: run.WorkflowID, Version: run.WorkflowVersion, RequestID: w.RequestID,
 				RequestDigest: w.RequestDigest, IntentID: w.IntentID, Preview: w.Preview, Quorum: w.Quorum,
-				ApprovedBy: w.ApprovedBy, WhoMayApprove: w.WhoMayApprove, Awaiting: w.Awaiting, YouMayApprove: by != nil && w.MayNot == nil}
+				ApprovedBy: w.ApprovedBy, WhoMayApprove: w.WhoMayApprove, Awaiting: w.Awaiting, Labels: run.Labels, YouMayApprove: by != nil && w.MayNot == nil}
 			switch {
 			case by == nil:
 				a.WhyNot = "the caller's token holds no role that approves (" + RoleApprover + ")"

@@ -103,8 +103,32 @@ func TestRunLabelsAPI(t *testing.T) {
 		t.Fatalf("a start refused for its labels started a run: %d %s", a.status, a.body)
 	}
 	for _, bad := range []string{"label=team", "label=Team=x", "label=team=a&label=team=b", "label=team="} {
-		if a := f.get("/v1/runs?"+bad, tokViewer); a.status != 400 || !strings.Contains(string(a.body), "?label") {
-			t.Errorf("%s: %d %s", bad, a.status, a.body)
+		for _, path := range []string{"/v1/runs?", "/v1/approvals?"} {
+			if a := f.get(path+bad, tokViewer); a.status != 400 || !strings.Contains(string(a.body), "?label") {
+				t.Errorf("%s%s: %d %s", path, bad, a.status, a.body)
+			}
 		}
+	}
+
+	// The approvals waiting, by label: only the runs bearing it, each
+	// approval with its run's labels.
+	for i, labels := range []string{`{"team":"payments","order":"B-1"}`, `{"team":"ops"}`} {
+		input := fmt.Sprintf(`{"refunds":[{"id":"r-41%02d","amount":900,"payee":"erin","reason":"r"}]}`, i)
+		body := fmt.Sprintf(`{"workflow":"refund-agent","run_id":"big-%d","input":%s,"labels":%s}`, i, input, labels)
+		if a := f.post("/v1/runs", tokOperator, body); a.status != 201 {
+			t.Fatalf("start: %d %s", a.status, a.body)
+		}
+		f.waitFor(fmt.Sprintf("big-%d", i), tokViewer, "a wait", waiting)
+	}
+	var approvals struct {
+		Approvals []WaitingApproval `json:"approvals"`
+	}
+	a = f.get("/v1/approvals?label=team=payments", tokApprover)
+	if json.Unmarshal(a.body, &approvals) != nil || len(approvals.Approvals) != 1 || approvals.Approvals[0].RunID != "big-0" ||
+		!maps.Equal(approvals.Approvals[0].Labels, map[string]string{"team": "payments", "order": "B-1"}) {
+		t.Fatalf("approvals labelled team=payments: %s", a.body)
+	}
+	if a := f.get("/v1/approvals", tokApprover); strings.Count(string(a.body), `"run_id"`) != 2 {
+		t.Fatalf("every approval: %s", a.body)
 	}
 }

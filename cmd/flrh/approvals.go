@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flrh.dev/flrh/label"
 	"fmt"
 	"io"
 
@@ -23,6 +24,8 @@ type waitingApproval struct {
 	Quorum        int      `json:"quorum,omitempty"`
 	ApprovedBy    []string `json:"approved_by,omitempty"`
 	Awaiting      string   `json:"awaiting,omitempty"` // whom a panel still waits for
+	// Labels are the run's, omitted when none.
+	Labels map[string]string `json:"labels,omitempty"`
 	// MayApprove and WhyNot answer --as: whether the person may approve
 	// it now, and if not, why (Approve's refusal, word for word).
 	MayApprove *bool  `json:"may_approve,omitempty"`
@@ -50,9 +53,14 @@ lists the others too, with why not. Nothing is written.`}
 	as := c.Flags().String("as", "", "the person asking: list only what they may approve now")
 	all := c.Flags().Bool("all", false, "with --as, also list what the person may not approve, and why")
 	asJSON := c.Flags().Bool("json", false, "print one JSON object per approval, one per line")
+	labelFlags := c.Flags().StringArray("label", nil, "only runs bearing this label, KEY=VALUE (repeatable: every one)")
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *all && *as == "" {
 			return usagef("--all lists what a person may not approve: give --as NAME")
+		}
+		labels, err := label.ParseAll(*labelFlags)
+		if err != nil {
+			return usagef("--label: %v", err)
 		}
 		st, err := openStore(cmd.Context(), *sStore, true)
 		if err != nil {
@@ -63,7 +71,7 @@ lists the others too, with why not. Nothing is written.`}
 		if err != nil {
 			return err
 		}
-		list, err := listWaitingApprovals(cmd, st, cat, *as)
+		list, err := listWaitingApprovals(cmd, st, cat, *as, labels)
 		if err != nil {
 			return err
 		}
@@ -86,10 +94,11 @@ lists the others too, with why not. Nothing is written.`}
 	rootCmd.AddCommand(c)
 }
 
-// listWaitingApprovals reads every run waiting for an approval, oldest
-// first (the store's creation order), and what it waits for; as, when set, is asked of each request.
-// One runner serves the runs of one loaded workflow.
-func listWaitingApprovals(cmd *cobra.Command, st store.Store, cat *catalog, as string) ([]waitingApproval, error) {
+// listWaitingApprovals reads every run waiting for an approval (bearing
+// labels, when given), oldest first (the store's creation order), and
+// what it waits for; as, when set, is asked of each request. One runner
+// serves the runs of one loaded workflow.
+func listWaitingApprovals(cmd *cobra.Command, st store.Store, cat *catalog, as string, labels map[string]string) ([]waitingApproval, error) {
 	ctx := cmd.Context()
 	runners := map[runner.Workflow]*runner.Runner{}
 	defer func() {
@@ -105,7 +114,7 @@ func listWaitingApprovals(cmd *cobra.Command, st store.Store, cat *catalog, as s
 	list := []waitingApproval{}
 	after := ""
 	for {
-		runs, next, err := store.MatchingRuns(ctx, st, after, approvalsPage, 0, store.RunFilter{State: "WAIT_APPROVAL"})
+		runs, next, err := store.MatchingRuns(ctx, st, after, approvalsPage, 0, store.RunFilter{State: "WAIT_APPROVAL", Labels: labels})
 		if err != nil {
 			return nil, err
 		}
@@ -134,7 +143,7 @@ func listWaitingApprovals(cmd *cobra.Command, st store.Store, cat *catalog, as s
 			}
 			for _, a := range waits {
 				w := waitingApproval{RunID: run.ID, Workflow: name, RequestID: a.RequestID, RequestDigest: a.RequestDigest,
-					Preview: a.Preview, Quorum: a.Quorum, ApprovedBy: a.ApprovedBy, WhoMayApprove: a.WhoMayApprove, Awaiting: a.Awaiting}
+					Preview: a.Preview, Quorum: a.Quorum, ApprovedBy: a.ApprovedBy, WhoMayApprove: a.WhoMayApprove, Awaiting: a.Awaiting, Labels: run.Labels}
 				if by != nil {
 					may := a.MayNot == nil
 					w.MayApprove = &may
@@ -168,6 +177,9 @@ func printWaitingApprovals(out io.Writer, list []waitingApproval, as string, all
 		}
 		shown++
 		fmt.Fprintf(out, "run %s (%s) waits for approval %s (request %s)\n", w.RunID, w.Workflow, w.RequestID, w.RequestDigest)
+		if len(w.Labels) > 0 {
+			fmt.Fprintf(out, "    labels %s\n", label.String(w.Labels))
+		}
 		printApprovalWait(out, runner.ApprovalNeed{Preview: w.Preview, WhoMayApprove: w.WhoMayApprove, Quorum: w.Quorum,
 			ApprovedBy: w.ApprovedBy, Awaiting: w.Awaiting})
 		switch {

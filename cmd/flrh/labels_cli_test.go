@@ -54,6 +54,12 @@ func TestRunLabelsOverTheCLI(t *testing.T) {
 	if out := c.ok("run", "list", "--label", "team=payments"); !strings.Contains(out, "LABELS") || !strings.Contains(out, "order=A-1042, team=payments") {
 		t.Errorf("run list does not show labels:\n%s", out)
 	}
+	if out := c.ok("approvals", "--label", "team=payments"); !strings.Contains(out, "run big (refund-agent@1) waits for approval") || !strings.Contains(out, "    labels order=A-1042, team=payments\n") {
+		t.Errorf("approvals --label team=payments:\n%s", out)
+	}
+	if out := c.ok("approvals", "--label", "team=support"); strings.Contains(out, "run big") {
+		t.Errorf("approvals --label team=support lists big:\n%s", out)
+	}
 	for _, bad := range [][]string{{"--label", "Team=x"}, {"--label", "flrh.schedule=nightly"}, {"--label", "team"}, {"--label", "team=a", "--label", "team=b"}} {
 		args := append([]string{"run", "start", "example:refund-agent", "--id", "refused", "--input-json", largeRefund, c.dest}, bad...)
 		if out, code := c.run(args...); code != 2 || !strings.Contains(out, "--label") {

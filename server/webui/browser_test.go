@@ -1046,6 +1046,14 @@ func TestBrowser(t *testing.T) {
 		if got, err := w.st.Run(context.Background(), "labelled-ui"); err != nil || len(got.Labels) != 3 || got.Labels["note"] != "damaged, boxed" {
 			t.Fatalf("the store holds %v, %v", got.Labels, err)
 		}
+		// An approval waiting in the inbox says its run's labels.
+		big := map[string]any{"type": "refund.requested/1", "payload": map[string]any{"refund_id": "r-labelled-big", "amount": 700, "payee": "ivy", "reason": "wrong size"}}
+		if code, out := w.api("POST", "/v1/runs", tokLead, map[string]any{"workflow": "refund-agent", "run_id": "labelled-big", "input": big,
+			"labels": map[string]string{"order": "A-99", "team": "payments"}}); code != 201 {
+			t.Fatalf("start labelled-big: %d %v", code, out)
+		}
+		w.run("inbox", chromedp.Navigate(w.open.URL+"/ui/#/inbox"),
+			waitText(`article.approval[data-run="labelled-big"]`, "order=A-99, team=payments"))
 	})
 
 	t.Run("paging and roles", func(t *testing.T) {

@@ -34,6 +34,8 @@ async function detail(item, signal) {
   return (page.waiting || []).map((need) => {
     const effect = (page.effects || []).find((e) => e.intent_id === need.intent_id);
     const extra = [];
+    const labels = item.run.labels || {};
+    if (Object.keys(labels).length) extra.push(['Labels', Object.keys(labels).sort().map((k) => k + '=' + labels[k]).join(', ')]);
     const pd = pending.find((p) => field(p, 'request_id', 'RequestID') === need.request_id);
     extra.push(...pendingFields(pd));
     for (const [k, v] of ticketFields(tickets, need)) extra.push([k, v]);

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 )
 

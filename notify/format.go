@@ -2,7 +2,6 @@ package notify
 
 import (
 	"encoding/json"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"maps"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 )
 

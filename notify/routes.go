@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/yamljson"
 )

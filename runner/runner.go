@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -16,6 +15,7 @@ import (
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
 	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/telemetry"
 	"flrh.dev/flrh/tripwire"

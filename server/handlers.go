@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"flrh.dev/flrh/label"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/ratelimit"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"

@@ -2,11 +2,12 @@ package store
 
 import (
 	"context"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"flrh.dev/flrh/label"
 )
 
 // WholeRun is everything a store keeps of one run that is not pruned, in

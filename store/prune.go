@@ -2,8 +2,9 @@ package store
 
 import (
 	"context"
-	"flrh.dev/flrh/label"
 	"time"
+
+	"flrh.dev/flrh/label"
 )
 
 // Pruner is implemented by stores that can remove an ended run's record

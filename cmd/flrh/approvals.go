@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 )

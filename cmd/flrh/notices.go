@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"flrh.dev/flrh/bundle"
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/notify"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/yamljson"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/effect"
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/mrp"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"

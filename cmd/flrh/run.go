@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/control"
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/server"
 	"flrh.dev/flrh/store"

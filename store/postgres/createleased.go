@@ -2,11 +2,11 @@ package postgres
 
 import (
 	"context"
-	"flrh.dev/flrh/label"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 )
 

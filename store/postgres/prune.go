@@ -3,11 +3,11 @@ package postgres
 import (
 	"context"
 	"errors"
-	"flrh.dev/flrh/label"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 )
 

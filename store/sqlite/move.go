@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flrh.dev/flrh/label"
 	"slices"
 	"time"
 
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 )
 

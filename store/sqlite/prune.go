@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flrh.dev/flrh/label"
 	"time"
 
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 )
 

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql/driver"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/packed"
 )

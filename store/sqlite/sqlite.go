@@ -13,7 +13,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"net/url"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 )
 

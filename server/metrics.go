@@ -51,7 +51,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) (*metrics, error) {
 		identityRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_identity_tokens_refused_total",
 			Help: "Identity provider tokens refused, by reason (expired, bad_signature, unknown_key, wrong_audience, actor, …)."}, []string{"reason"}),
 		webhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_webhook_deliveries_total",
-			Help: "Deliveries to each webhook by outcome: started (a run), input (to a run), again (held already), ignored, refused (signature, time, body), failed (the run or the input), handshake (Slack's URL check)."}, []string{"webhook", "outcome"}),
+			Help: "Deliveries to each webhook by outcome: started (a run), input (to a run), again (held already), ignored, refused (signature, time, body), failed (the run or the input), handshake (Slack's URL check), rate_limited (past the webhook's rate: not taken, to be delivered again)."}, []string{"webhook", "outcome"}),
 		webhookParked: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flrh_webhook_parked_total",
 			Help: "Deliveries to each webhook parked: verified, not taken, kept to be taken again (a redelivery refused again counts again)."}, []string{"webhook"}),
 	}

@@ -129,6 +129,9 @@ type Server struct {
 	mcpSessions mcpSessions
 	// rates holds callers to their rates (ratelimit.go).
 	rates rates
+	// hookRates holds each webhook with a rate to it, by name: kept
+	// across reloads, as rates is.
+	hookRates rates
 }
 
 // New checks cfg and builds the server's routes.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flrh.dev/flrh/label"
 	"fmt"
 	"maps"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/jsontemplate"
+	"flrh.dev/flrh/label"
+	"flrh.dev/flrh/ratelimit"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/webhook"
@@ -57,6 +58,12 @@ type WebhookSpec struct {
 	// a template as run_id is ("order": "{/order/id}"); every such run
 	// bears flrh.webhook, the webhook's name, besides.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Rate, "COUNT/UNIT" (ratelimit.Parse), holds the deliveries the
+	// webhook takes, signed ones alone counted, to that many, Burst at
+	// once (default the count); past it a delivery is answered 429 with
+	// Retry-After, and taken when the sender delivers it again.
+	Rate  string `json:"rate,omitempty"`
+	Burst int    `json:"burst,omitempty"`
 }
 
 // WebhookLabelKey is the label every run a webhook starts bears, the
@@ -123,6 +130,7 @@ type inboundHook struct {
 	input    *jsontemplate.Template
 	when     []jsontemplate.Condition
 	labels   map[string]*jsontemplate.Template
+	rate     ratelimit.Limit // zero: no rate
 	start    bool
 	actor    string
 }
@@ -230,6 +238,13 @@ func compileWebhook(spec WebhookSpec) (*inboundHook, error) {
 			return nil, fmt.Errorf("labels: %s: %w", k, err)
 		}
 	}
+	if spec.Rate != "" {
+		if h.rate, err = ratelimit.Parse(spec.Rate, spec.Burst); err != nil {
+			return nil, fmt.Errorf("rate: %w", err)
+		}
+	} else if spec.Burst != 0 {
+		return nil, errors.New("burst: a burst is of a rate: give rate too")
+	}
 	pointers := make([]string, 0, len(spec.When))
 	for p := range spec.When {
 		pointers = append(pointers, p)
@@ -300,7 +315,12 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 		writeJSON(w, http.StatusOK, d.Handshake)
 		return nil
 	}
-	t, err := s.take(r, h, d)
+	var t taken
+	if err = s.admitDelivery(h); err == nil {
+		t, err = s.take(r, h, d)
+	} else {
+		t.outcome = "rate_limited"
+	}
 	outcome = t.outcome
 	if d.Interactive {
 		// A person waits on the answer (a slash command, a button, a
@@ -325,6 +345,24 @@ func (s *Server) deliver(w http.ResponseWriter, r *http.Request, _ Principal) er
 	}
 	writeTaken(w, t)
 	return nil
+}
+
+// admitDelivery spends one of webhook h's deliveries, or refuses it with
+// when to deliver it again: nothing of it is taken or parked, as the
+// sender delivers it again. The count is this process's, as a caller's
+// is (rates).
+func (s *Server) admitDelivery(h *inboundHook) error {
+	if h.rate == (ratelimit.Limit{}) {
+		return nil
+	}
+	s.hookRates.mu.Lock()
+	ok, wait := s.hookRates.l.Take(h.spec.Name, h.rate, time.Now())
+	s.hookRates.mu.Unlock()
+	if ok {
+		return nil
+	}
+	return &Error{Status: http.StatusTooManyRequests, Type: TypeRateLimited, RetryAfter: wait,
+		Message: fmt.Sprintf("webhook %s took more deliveries than its rate, %s, allows: deliver it again in %s", h.spec.Name, h.rate, wait.Round(time.Millisecond))}
 }
 
 // replyText tells the person who sent an interactive delivery what

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"flrh.dev/flrh/runner"
+	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/webhook"
 )
 
@@ -382,6 +384,8 @@ func TestParseWebhooksRefuses(t *testing.T) {
 		{"a run id template unclosed", hook(`,"run_id":"run-{/id"`), "run_id: /: the { at byte 4 is not closed"},
 		{"an input placeholder unknown", hook(`,"input":{"a":"{$run}"}`), "input: /a: no placeholder {$run}"},
 		{"a condition on no pointer", hook(`,"when":{"action":"opened"}`), "/webhooks/0 (shop): when: action: a condition's key is a JSON pointer"},
+		{"a rate that is none", hook(`,"rate":"fast"`), `rate: rate limit "fast"`},
+		{"a burst without a rate", hook(`,"burst":5`), "burst: a burst is of a rate"},
 		{"a bad label", hook(`,"labels":{"Order":"{/id}"}`), `labels: label "Order": a key is lower-case`},
 		{"flrh's own label", hook(`,"labels":{"flrh.webhook":"x"}`), `keys beginning "flrh." are flrh's own`},
 		{"a label's unknown placeholder", hook(`,"labels":{"order":"{$run}"}`), "labels: order: /: no placeholder {$run}"},
@@ -462,4 +466,59 @@ func FuzzParseWebhooks(f *testing.F) {
 			t.Fatalf("parsed but does not load: %v", err)
 		}
 	})
+}
+
+// A webhook with a rate takes that many signed deliveries and answers
+// the next 429 with when to deliver it again, taking nothing of it: no
+// run, nothing parked. A delivery whose signature fails spends nothing,
+// so no one but the sender can use up its rate; a reload keeps what was
+// spent.
+func TestWebhookRate(t *testing.T) {
+	text := `{"webhooks": [{"name": "shop", "scheme": "standard", "secret_env": "SHOP_SECRET", "workflow": "refund-agent", "rate": "2/m",
+  "run_id": "refund-{/data/order}",
+  "input": {"refunds": [{"id": "{/data/refund_id}", "amount": "{/data/amount}", "payee": "{/data/customer}", "reason": "{$event}"}]}}]}`
+	env := map[string]string{"SHOP_SECRET": "whsec_" + base64.StdEncoding.EncodeToString(shopSecret)}
+	f := hooksFixture(t, text, env)
+	now := time.Now()
+	send := func(id, order string, secret []byte) answer {
+		body := shopEvent("refund.requested", order, "r-"+order, 20)
+		return f.deliver("shop", webhook.Sign(webhook.Standard, secret, webhook.Delivery{ID: id, Timestamp: now.Unix()}, body), body)
+	}
+	if a := send("m-0", "o0", []byte("not-the-shop-secret-at-all")); a.status != 401 {
+		t.Fatalf("a forged delivery: %d %s", a.status, a.body)
+	}
+	for i, order := range []string{"o1", "o2"} {
+		if a := send(fmt.Sprintf("m-%d", i+1), order, shopSecret); a.status != 201 {
+			t.Fatalf("delivery %d within the rate: %d %s", i+1, a.status, a.body)
+		}
+	}
+	a := send("m-3", "o3", shopSecret)
+	retry, _ := strconv.Atoi(a.header.Get("Retry-After"))
+	if a.status != 429 || !strings.Contains(string(a.body), `"type":"rate_limited"`) || !strings.Contains(string(a.body), "webhook shop took more deliveries than its rate, 2/m") ||
+		retry < 25 || retry > 30 {
+		t.Fatalf("past the rate: %d Retry-After %q %s", a.status, a.header.Get("Retry-After"), a.body)
+	}
+	ctx := context.Background()
+	if _, err := f.store.Run(ctx, "refund-o3"); store.CodeOf(err) != store.CodeNotFound {
+		t.Fatalf("a delivery past the rate started its run: %v", err)
+	}
+	if a := f.get("/v1/hooks/shop/parked", tokOperator); strings.Contains(string(a.body), "m-3") {
+		t.Fatalf("a delivery past the rate was parked: %s", a.body)
+	}
+	// Reloaded, the webhook's rate is spent still.
+	specs, err := ParseWebhooks([]byte(text), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks, err := LoadWebhooks(specs, t.TempDir(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.server.SetWebhooks(hooks); err != nil {
+		t.Fatal(err)
+	}
+	if a := send("m-3", "o3", shopSecret); a.status != 429 {
+		t.Fatalf("after a reload: %d %s", a.status, a.body)
+	}
+	f.metricsHolding(`flrh_webhook_deliveries_total{outcome="rate_limited",webhook="shop"} 2`, `flrh_webhook_deliveries_total{outcome="started",webhook="shop"} 2`)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/server"
 	"flrh.dev/flrh/webhook"
 	"flrh.dev/flrh/yamljson"
@@ -128,8 +129,14 @@ when the file is wrong or a secret is missing or unusable.`,
 					keys += fmt.Sprintf(", %d public keys", len(v.PublicKeys))
 				}
 				followUp := ""
+				if len(s.Labels) > 0 {
+					followUp += "; labelled " + label.String(s.Labels)
+				}
+				if s.Rate != "" {
+					followUp += "; at most " + s.Rate
+				}
 				if s.FollowUp {
-					followUp = "; the person who sent it told what becomes of the run"
+					followUp += "; the person who sent it told what becomes of the run"
 				}
 				fmt.Fprintf(w, "webhook %s: %s, %s; events %s; to run %s of %s, %s%s\n", s.Name, s.Scheme,
 					keys, events, cmp.Or(s.RunID, "{$hook}-{$delivery}"), s.Workflow, start, followUp)

@@ -24,6 +24,8 @@ const webhooksYAML = `webhooks:
     workflow: refund-agent
     events: [refund.requested]
     run_id: "order-{/data/order}"
+    labels: {order: "{/data/order}"}
+    rate: 100/s
     input:
       refunds:
         - {id: "{/data/id}", amount: "{/data/amount}", payee: "{/data/customer}", reason: "{/data/reason}"}
@@ -91,7 +93,7 @@ func TestWebhooksOverTheCLI(t *testing.T) {
 	}
 
 	out, code := cli(env, "webhook", "check", "--webhooks", file)
-	if code != 0 || !strings.Contains(out, "webhook shop: standard, 1 secrets; events refund.requested; to run order-{/data/order} of refund-agent") ||
+	if code != 0 || !strings.Contains(out, "webhook shop: standard, 1 secrets; events refund.requested; to run order-{/data/order} of refund-agent, starting it when it does not exist; labelled order={/data/order}; at most 100/s\n") ||
 		!strings.Contains(out, "webhook tracker: github, 1 secrets; events all; to run {$hook}-{$delivery}") ||
 		!strings.Contains(out, "webhook signed: standard, 0 secrets, 1 public keys;") {
 		t.Fatalf("check: %d\n%s", code, out)

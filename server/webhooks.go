@@ -362,7 +362,7 @@ func (s *Server) admitDelivery(h *inboundHook) error {
 		return nil
 	}
 	return &Error{Status: http.StatusTooManyRequests, Type: TypeRateLimited, RetryAfter: wait,
-		Message: fmt.Sprintf("webhook %s took more deliveries than its rate, %s, allows: deliver it again in %s", h.spec.Name, h.rate, wait.Round(time.Millisecond))}
+		Message: fmt.Sprintf("webhook %s took more deliveries than its rate, %s, allows: deliver it again in %s", h.spec.Name, h.rate, wait.Truncate(time.Second)+time.Second)}
 }
 
 // replyText tells the person who sent an interactive delivery what

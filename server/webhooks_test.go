@@ -229,7 +229,7 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
   "input": {"refunds": [{"id": "{/data/identifier}", "amount": "{/data/estimate}", "payee": "gus", "reason": "{/data/title}"}]}},
  {"name": "signed", "scheme": "standard", "secret_env": "SENDER_PUBLIC_KEY", "workflow": "refund-agent",
   "input": {"refunds": [{"id": "{/id}", "amount": "{/amount}", "payee": "hal", "reason": "{$event}"}]}},
- {"name": "bot", "scheme": "discord", "secret_env": "DISCORD_KEY", "workflow": "refund-agent",
+ {"name": "bot", "scheme": "discord", "secret_env": "DISCORD_KEY", "workflow": "refund-agent", "rate": "2/h",
   "input": {"refunds": [{"id": "r-{$delivery}", "amount": "{/data/options/0/value}", "payee": "{/member/user/id}", "reason": "{$event}"}]}},
  {"name": "installs", "scheme": "discord", "secret_env": "DISCORD_KEY", "workflow": "refund-agent", "events": ["APPLICATION_AUTHORIZED"],
   "run_id": "install-{/event/data/user/id}", "input": {"refunds": [{"id": "welcome-{/event/data/user/id}", "amount": 5, "payee": "{/event/data/user/id}", "reason": "{$event}"}]}},
@@ -258,6 +258,7 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 	}
 	const refundCommand = `{"type":2,"id":"111","data":{"name":"refund","options":[{"name":"amount","value":25}]},"member":{"user":{"id":"u-7"}}}`
 	const emptyCommand = `{"type":2,"id":"112","data":{"name":"refund"},"member":{"user":{"id":"u-7"}}}`
+	const thirdCommand = `{"type":2,"id":"114","data":{"name":"refund","options":[{"name":"amount","value":26}]},"member":{"user":{"id":"u-7"}}}`
 	const eventPing = `{"version":1,"application_id":"11","type":0}`
 	const installed = `{"version":1,"application_id":"11","type":1,"event":{"type":"APPLICATION_AUTHORIZED","timestamp":"2026-12-07T12:00:00.000000","data":{"user":{"id":"u-9"}}}}`
 	const entitled = `{"version":1,"application_id":"11","type":1,"event":{"type":"ENTITLEMENT_CREATE","timestamp":"2026-12-07T12:00:01.000000","data":{"user_id":"u-9"}}}`
@@ -291,6 +292,8 @@ func TestWebhooksFromSlackLinearAndPublicKeys(t *testing.T) {
 		{"an autocompletion, answered with no choices", "bot", discord(app, `{"type":4,"id":"113","data":{"name":"refund"}}`), []byte(`{"type":4,"id":"113","data":{"name":"refund"}}`), 200, `{"data":{"choices":[]},"type":8}`},
 		{"a discord command starts a run", "bot", discord(app, refundCommand), []byte(refundCommand), 200, `{"data":{"content":"Started run bot-111.","flags":64},"type":4}`},
 		{"a command without its amount is refused, said to its sender", "bot", discord(app, emptyCommand), []byte(emptyCommand), 200, `…"content":"Refused: the input: /refunds/0/amount: the body has nothing at {/data/options/0/value}"…`},
+		{"a command past the hook's rate (2/h; the PING and the autocompletion not counted), said to its sender", "bot", discord(app, thirdCommand), []byte(thirdCommand), 200,
+			`…"content":"Refused: webhook bot took more deliveries than its rate, 2/h (burst 2), allows: deliver it again in 30m0s"…`},
 		{"discord's webhook events' PING, answered with nothing", "installs", discord(app, eventPing), []byte(eventPing), 204, ``},
 		{"an install starts a run, answered with nothing", "installs", discord(app, installed), []byte(installed), 204, ``},
 		{"the same event delivered again", "installs", discord(app, installed), []byte(installed), 204, ``},
@@ -494,7 +497,7 @@ func TestWebhookRate(t *testing.T) {
 	}
 	a := send("m-3", "o3", shopSecret)
 	retry, _ := strconv.Atoi(a.header.Get("Retry-After"))
-	if a.status != 429 || !strings.Contains(string(a.body), `"type":"rate_limited"`) || !strings.Contains(string(a.body), "webhook shop took more deliveries than its rate, 2/m") ||
+	if a.status != 429 || !strings.Contains(string(a.body), `"type":"rate_limited"`) || !strings.Contains(string(a.body), "webhook shop took more deliveries than its rate, 2/m (burst 2), allows: deliver it again in ") ||
 		retry < 25 || retry > 30 {
 		t.Fatalf("past the rate: %d Retry-After %q %s", a.status, a.header.Get("Retry-After"), a.body)
 	}

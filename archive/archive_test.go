@@ -15,6 +15,7 @@ import (
 
 	"flrh.dev/flrh/archive"
 	"flrh.dev/flrh/cjson"
+	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/store/sqlite"
 	"flrh.dev/flrh/store/storetest"
@@ -88,7 +89,8 @@ func genArchive(t *rapid.T) *archive.Archive {
 		State: text.Draw(t, "state"), Outcome: text.Draw(t, "outcome"), Head: rapid.Int64().Draw(t, "head"), HeadHash: text.Draw(t, "hh"),
 		Lease:      store.Lease{RunID: runID, Owner: text.Draw(t, "owner"), Generation: rapid.Int64().Draw(t, "gen"), ExpiresAt: when.Draw(t, "exp")},
 		Quarantine: text.Draw(t, "q"), CreatedAt: when.Draw(t, "created"), UpdatedAt: when.Draw(t, "updated"), DueAt: when.Draw(t, "due"),
-		Labels: rapid.MapOfN(rapid.StringMatching(`[a-z][a-z0-9./_-]{0,8}[a-z0-9]`), rapid.StringMatching(`[^\x00-\x1f\x7f-\x9f]{1,8}`), 0, 3).Draw(t, "labels")}
+		Labels: rapid.MapOfN(rapid.StringMatching(`[a-z][a-z0-9./_-]{0,8}[a-z0-9]`),
+			rapid.StringMatching(`[^\x00-\x1f\x7f-\x9f]{1,8}`).Filter(func(v string) bool { return label.CheckValue("k", v) == nil }), 0, 3).Draw(t, "labels")}
 	if len(r.Run.Labels) == 0 {
 		r.Run.Labels = nil // none is nil, as a store reads it
 	}

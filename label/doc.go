@@ -5,7 +5,7 @@
 //
 // A label is a key and a value. A key is 1 to 63 of a–z, 0–9 and ". _ /
 // -", beginning and ending with a letter or digit; a value is 1 to 256
-// bytes of UTF-8 holding no control character. A run has at most 16
+// bytes of UTF-8 in Unicode NFC holding no control character. A run has at most 16
 // labels. Keys beginning "flrh." are flrh's own (the schedule or webhook
 // that started a run): Check admits them, CheckGiven, what a caller may
 // set, does not.

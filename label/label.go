@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Bounds of a run's labels.
@@ -54,7 +56,7 @@ func CheckKey(k string) error {
 }
 
 // CheckValue refuses a value of key k that is empty, longer than 256
-// bytes, not UTF-8 or holding a control character.
+// bytes, not UTF-8 in Unicode NFC or holding a control character.
 func CheckValue(k, v string) error {
 	switch {
 	case v == "":
@@ -63,6 +65,11 @@ func CheckValue(k, v string) error {
 		return refuse(k, "the value is %d bytes, more than %d", len(v), MaxValueLen)
 	case !utf8.ValidString(v):
 		return refuse(k, "the value is not UTF-8")
+	case !norm.NFC.IsNormalString(v):
+		// As every string flrh records canonically (package cjson): one
+		// spelling of each text, so that a label reads, and is found,
+		// the same in a store, an archive and a query.
+		return refuse(k, "the value is not in Unicode NFC: normalize it (NFC) first")
 	}
 	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
 		return refuse(k, "the value holds a control character at byte %d", i)

@@ -35,7 +35,7 @@ func TestCheckValue(t *testing.T) {
 		ok    bool
 	}{
 		{"A-1042", true}, {"alice@example.com", true}, {"a=b c", true}, {"日本", true}, {strings.Repeat("v", 256), true},
-		{"", false}, {strings.Repeat("v", 257), false}, {"a\nb", false}, {"\t", false}, {"\x7f", false}, {"\xff", false}, {"a\u0085", false},
+		{"", false}, {strings.Repeat("v", 257), false}, {"a\nb", false}, {"\t", false}, {"\x7f", false}, {"\xff", false}, {"a\u0085", false}, {"e\u0301", false}, {"\u00e9", true}, {"\u0958", false}, {"\u0915\u093c", true},
 	} {
 		if err := CheckValue("k", c.value); (err == nil) != c.ok {
 			t.Errorf("CheckValue(%q) = %v, want ok %v", c.value, err, c.ok)

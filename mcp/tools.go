@@ -110,7 +110,7 @@ type startIn struct {
 	Input       map[string]any    `json:"input" jsonschema:"the run's input, a JSON object the workflow understands (integers only, no fractions)"`
 	Usage       *usageIn          `json:"usage,omitempty" jsonschema:"what producing the input cost you, charged against the run's tokens and cost budgets when it is accepted"`
 	WaitSeconds *int              `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to settle (default 10, at most 30; 0 returns at once)"`
-	Labels      map[string]string `json:"labels,omitempty" jsonschema:"labels naming what the run is for (an order, a ticket), by which list_runs finds it again: at most 16, keys of a-z 0-9 . _ / - (not beginning flrh.), values 1 to 256 bytes"`
+	Labels      map[string]string `json:"labels,omitempty" jsonschema:"labels naming what the run is for (an order, a ticket), by which list_runs finds it again: at most 16, keys of a-z 0-9 . _ / - (not beginning flrh.), values 1 to 256 bytes in Unicode NFC"`
 }
 
 type submitIn struct {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
+
 	"flrh.dev/flrh/cjson"
 	"flrh.dev/flrh/jsontemplate"
 	"flrh.dev/flrh/label"
@@ -515,6 +517,9 @@ func (h *inboundHook) renderLabels(values jsontemplate.Values) (map[string]strin
 		if err != nil {
 			return nil, fmt.Errorf("the label %s: %w", k, err)
 		}
+		// Another system's text, in whichever Unicode form it wrote it:
+		// put in the one form a label takes, not refused for it.
+		v = norm.NFC.String(v)
 		if err := label.CheckValue(k, v); err != nil {
 			return nil, fmt.Errorf("the delivery gives %w", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"flrh.dev/flrh/jsontemplate"
 	"flrh.dev/flrh/runner"
 	"flrh.dev/flrh/store"
 	"flrh.dev/flrh/webhook"
@@ -524,4 +525,36 @@ func TestWebhookRate(t *testing.T) {
 		t.Fatalf("after a reload: %d %s", a.status, a.body)
 	}
 	f.metricsHolding(`flrh_webhook_deliveries_total{outcome="rate_limited",webhook="shop"} 2`, `flrh_webhook_deliveries_total{outcome="started",webhook="shop"} 2`)
+}
+
+// A label rendered from a delivery is put in NFC, whatever form the
+// sender wrote its text in; one the rules refuse otherwise (empty, a
+// control character) refuses the delivery, naming the label.
+func TestWebhookLabelsRendered(t *testing.T) {
+	h, err := compileWebhook(WebhookSpec{Name: "shop", Scheme: webhook.Standard, SecretEnv: NameList{"S"}, Workflow: "w",
+		Labels: map[string]string{"customer": "{/customer}", "order": "o-{/order}"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		body  map[string]any
+		want  map[string]string
+		words string
+	}{
+		{map[string]any{"customer": "Ame\u0301lie", "order": int64(7)}, map[string]string{"customer": "Am\u00e9lie", "order": "o-7", "flrh.webhook": "shop"}, ""},
+		{map[string]any{"customer": "", "order": int64(7)}, nil, `label "customer": the value is empty`},
+		{map[string]any{"customer": "a\nb", "order": int64(7)}, nil, `label "customer": the value holds a control character`},
+		{map[string]any{"order": int64(7)}, nil, "the label customer:"},
+	} {
+		got, err := h.renderLabels(jsontemplate.Values{Body: c.body})
+		if c.words != "" {
+			if err == nil || !strings.Contains(err.Error(), c.words) {
+				t.Errorf("%s: %v, %v; want an error saying %q", c.body, got, err, c.words)
+			}
+			continue
+		}
+		if err != nil || !maps.Equal(got, c.want) {
+			t.Errorf("%s: %v, %v; want %v", c.body, got, err, c.want)
+		}
+	}
 }

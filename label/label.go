@@ -189,7 +189,7 @@ func Decode(s string) (map[string]string, error) {
 // Matches reports whether set holds every label of want, value for
 // value. An empty want matches every set.
 func Matches(set, want map[string]string) bool {
-	for k, v := range want {
+	for k, v := range want { //flrh:orderfree a conjunction: every order gives the same answer
 		if got, ok := set[k]; !ok || got != v {
 			return false
 		}

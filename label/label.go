@@ -30,7 +30,7 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Key == "" {
-		return "labels: " + e.Reason
+		return e.Reason
 	}
 	return fmt.Sprintf("label %q: %s", e.Key, e.Reason)
 }
@@ -109,11 +109,24 @@ func CheckGiven(set map[string]string) error {
 	return nil
 }
 
+// CheckBeside is CheckGiven for the labels a schedule or a webhook gives
+// the runs it starts, which bear its own key own (flrh.schedule, say)
+// besides: one label fewer is left to them.
+func CheckBeside(set map[string]string, own string) error {
+	if err := CheckGiven(set); err != nil {
+		return err
+	}
+	if len(set) >= MaxLabels {
+		return refuse("", "%d labels, and the runs bear %s besides: at most %d", len(set), own, MaxLabels-1)
+	}
+	return nil
+}
+
 // Parse reads "key=value", split at the first "=", and checks both.
 func Parse(s string) (key, value string, err error) {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok {
-		return "", "", refuse("", "%q is no key=value", s)
+		return "", "", refuse("", "label %q is no key=value", s)
 	}
 	if err := CheckKey(k); err != nil {
 		return "", "", err

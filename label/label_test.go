@@ -74,6 +74,16 @@ func TestCheck(t *testing.T) {
 	if err := CheckGiven(map[string]string{"flrhx": "y", "team": "a"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := CheckBeside(many, "flrh.schedule"); err == nil || err.Error() != "16 labels, and the runs bear flrh.schedule besides: at most 15" {
+		t.Fatalf("16 labels beside flrh's own: %v", err)
+	}
+	delete(many, "b")
+	if err := CheckBeside(many, "flrh.schedule"); err != nil {
+		t.Fatalf("15 labels beside flrh's own: %v", err)
+	}
+	if err := CheckBeside(map[string]string{"flrh.webhook": "x"}, "flrh.webhook"); err == nil {
+		t.Fatal("CheckBeside admits flrh's own key")
+	}
 }
 
 func TestParseAll(t *testing.T) {

@@ -203,7 +203,7 @@ func compile(s Spec) (*entry, error) {
 	if e.input, err = jsontemplate.Compile(input, Names...); err != nil {
 		return nil, fmt.Errorf("input: %w", err)
 	}
-	if err := label.CheckGiven(s.Labels); err != nil {
+	if err := label.CheckBeside(s.Labels, LabelKey); err != nil {
 		return nil, fmt.Errorf("labels: %w", err)
 	}
 	templates := map[string]*jsontemplate.Template{"run_id": e.runID, "input": e.input}
@@ -218,9 +218,6 @@ func compile(s Spec) (*entry, error) {
 		if templates[what].ReadsBody() {
 			return nil, fmt.Errorf("%s: a schedule has no body to point into: {$schedule}, {$time}, {$local}, {$date}", what)
 		}
-	}
-	if len(s.Labels) >= label.MaxLabels {
-		return nil, fmt.Errorf("labels: %d, and the runs bear %s besides: at most %d", len(s.Labels), LabelKey, label.MaxLabels-1)
 	}
 	return e, nil
 }

@@ -331,7 +331,7 @@ func TestParseRefuses(t *testing.T) {
 		{"a label's unknown placeholder", one(`,"labels":{"team":"{$who}"}`), `labels: team: /: no placeholder {$who}`},
 		{"a label pointing into a body", one(`,"labels":{"team":"{/x}"}`), `labels/team: a schedule has no body to point into`},
 		{"sixteen labels", one(`,"labels":{"a":"1","b":"1","c":"1","d":"1","e":"1","f":"1","g":"1","h":"1","i":"1","j":"1","k":"1","l":"1","m":"1","n":"1","o":"1","p":"1"}`),
-			"labels: 16, and the runs bear flrh.schedule besides: at most 15"},
+			"labels: 16 labels, and the runs bear flrh.schedule besides: at most 15"},
 	}
 	for _, c := range cases {
 		if _, err := schedule.Parse([]byte(c.text), false); err == nil || !strings.Contains(err.Error(), c.words) {

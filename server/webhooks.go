@@ -228,11 +228,8 @@ func compileWebhook(spec WebhookSpec) (*inboundHook, error) {
 	if h.input, err = jsontemplate.Compile(input, deliveryNames...); err != nil {
 		return nil, fmt.Errorf("input: %w", err)
 	}
-	if err := label.CheckGiven(spec.Labels); err != nil {
+	if err := label.CheckBeside(spec.Labels, WebhookLabelKey); err != nil {
 		return nil, fmt.Errorf("labels: %w", err)
-	}
-	if len(spec.Labels) >= label.MaxLabels {
-		return nil, fmt.Errorf("labels: %d, and the runs bear %s besides: at most %d", len(spec.Labels), WebhookLabelKey, label.MaxLabels-1)
 	}
 	h.labels = make(map[string]*jsontemplate.Template, len(spec.Labels))
 	for _, k := range slices.Sorted(maps.Keys(spec.Labels)) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"flrh.dev/flrh/label"
@@ -28,6 +29,17 @@ type RunFilter struct {
 	// finds the runs bearing a label by an index, not by reading every
 	// header.
 	Labels map[string]string
+}
+
+// IndexLabel is the label of f a store reads its label index by, the
+// first in key order, and all of f's labels as label.Encode writes them
+// (the others checked by the same index); "" when f has none.
+func (f RunFilter) IndexLabel() (key, value, all string) {
+	if len(f.Labels) == 0 {
+		return "", "", ""
+	}
+	key = slices.Min(slices.Collect(maps.Keys(f.Labels)))
+	return key, f.Labels[key], label.Encode(f.Labels)
 }
 
 // Match reports whether r is selected.

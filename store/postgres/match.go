@@ -3,13 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
-	"maps"
 	"math"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
-	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 )
 
@@ -56,18 +53,13 @@ func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f 
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	bound, boundID := int64(math.MaxInt64), ""
-	var first [2]string // the first label, by which run_labels is read
-	if len(f.Labels) > 0 {
-		k := slices.Min(slices.Collect(maps.Keys(f.Labels)))
-		first = [2]string{k, f.Labels[k]}
-	}
-	all := label.Encode(f.Labels)
+	key, value, all := f.IndexLabel()
 	if scan > 0 {
 		var row pgx.Row
 		if all == "" {
 			row = tx.QueryRow(ctx, matchBound, after, scan-1)
 		} else {
-			row = tx.QueryRow(ctx, matchBoundLabelled, after, first[0], first[1], all, scan-1)
+			row = tx.QueryRow(ctx, matchBoundLabelled, after, key, value, all, scan-1)
 		}
 		if err := row.Scan(&bound, &boundID); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return nil, "", s.mapErr("match runs", "", err)
@@ -77,7 +69,7 @@ func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f 
 	if all == "" {
 		rows, err = tx.Query(ctx, matchRuns, after, bound, f.State, f.WorkflowID, f.WorkflowVersion, limit, f.WorkflowIDs)
 	} else {
-		rows, err = tx.Query(ctx, matchRunsLabelled, after, first[0], first[1], all, bound, f.State, f.WorkflowID, f.WorkflowVersion, limit, f.WorkflowIDs)
+		rows, err = tx.Query(ctx, matchRunsLabelled, after, key, value, all, bound, f.State, f.WorkflowID, f.WorkflowVersion, limit, f.WorkflowIDs)
 	}
 	if err != nil {
 		return nil, "", s.mapErr("match runs", "", err)

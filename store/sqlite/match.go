@@ -5,11 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"maps"
 	"math"
-	"slices"
 
-	"flrh.dev/flrh/label"
 	"flrh.dev/flrh/store"
 )
 
@@ -57,18 +54,13 @@ func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f 
 	}
 	defer tx.Rollback()
 	bound, boundID := int64(math.MaxInt64), ""
-	var first [2]string // the first label, by which run_labels is read
-	if len(f.Labels) > 0 {
-		k := slices.Min(slices.Collect(maps.Keys(f.Labels)))
-		first = [2]string{k, f.Labels[k]}
-	}
-	all := label.Encode(f.Labels)
+	key, value, all := f.IndexLabel()
 	if scan > 0 {
 		var row *sql.Row
 		if all == "" {
 			row = tx.QueryRowContext(ctx, matchBound, after, scan-1)
 		} else {
-			row = tx.QueryRowContext(ctx, matchBoundLabelled, after, first[0], first[1], all, scan-1)
+			row = tx.QueryRowContext(ctx, matchBoundLabelled, after, key, value, all, scan-1)
 		}
 		if err := row.Scan(&bound, &boundID); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, "", mapErr("match runs", "", err)
@@ -79,7 +71,7 @@ func (s *Store) MatchRuns(ctx context.Context, after string, limit, scan int, f 
 	if all == "" {
 		rows, err = tx.QueryContext(ctx, matchRuns, after, bound, f.State, f.State, f.WorkflowID, f.WorkflowID, f.WorkflowVersion, f.WorkflowVersion, set, set, limit)
 	} else {
-		rows, err = tx.QueryContext(ctx, matchRunsLabelled, after, first[0], first[1], all, bound, f.State, f.WorkflowID, f.WorkflowVersion, set, limit)
+		rows, err = tx.QueryContext(ctx, matchRunsLabelled, after, key, value, all, bound, f.State, f.WorkflowID, f.WorkflowVersion, set, limit)
 	}
 	if err != nil {
 		return nil, "", mapErr("match runs", "", err)

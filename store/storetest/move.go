@@ -119,6 +119,14 @@ func ImportRuns(t *testing.T, from, to Opener) {
 	if got, want := listedRuns(t, dst), runs; !reflect.DeepEqual(got, want) {
 		t.Errorf("the store lists %v, want %v in the order imported", got, want)
 	}
+	// An imported run is found by its labels, as one created here is.
+	if m, ok := store.As[store.RunMatcher](dst); ok {
+		found, _, err := m.MatchRuns(ctx, "", 10, 0, store.RunFilter{Labels: map[string]string{"order": "mv-ended", "team": "refunds"}})
+		must(t, err)
+		if len(found) != 1 || found[0].ID != "mv-ended" {
+			t.Errorf("the imported run by its labels: %v", ids(found))
+		}
+	}
 
 	// Conflicts, each refused whole.
 	other := copyWhole(whole["mv-parked"])

@@ -334,15 +334,7 @@ func TestRunShowAndListJSON(t *testing.T) {
 		{[]string{"--limit", "1"}, []string{"big"}},
 		{[]string{"--after", "big"}, []string{"gw"}},
 	} {
-		var got []map[string]any
-		if err := json.Unmarshal([]byte(c.ok(append([]string{"run", "list", "--json"}, f.args...)...)), &got); err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, r := range got {
-			ids = append(ids, r["id"].(string))
-		}
-		if !slices.Equal(ids, f.want) {
+		if ids := c.listed(f.args...); !slices.Equal(ids, f.want) {
 			t.Errorf("run list %v: %v, want %v", f.args, ids, f.want)
 		}
 	}
@@ -351,6 +343,20 @@ func TestRunShowAndListJSON(t *testing.T) {
 			t.Errorf("run list %v: exit %d, want a usage error:\n%s", bad, code, out)
 		}
 	}
+}
+
+// listed is the ids of the runs flrh run list --json lists with args.
+func (c *cliRig) listed(args ...string) []string {
+	c.t.Helper()
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(c.ok(append([]string{"run", "list", "--json"}, args...)...)), &got); err != nil {
+		c.t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r["id"].(string))
+	}
+	return ids
 }
 
 // Options stay pending after a person pauses the turn, but the machine

@@ -36,15 +36,7 @@ func TestRunLabelsOverTheCLI(t *testing.T) {
 		{[]string{"--label", "team=payments", "--label", "order=A-1"}, nil},
 		{[]string{"--label", "team=support", "--state", "WAIT_APPROVAL"}, nil},
 	} {
-		var got []map[string]any
-		if err := json.Unmarshal([]byte(c.ok(append([]string{"run", "list", "--json"}, f.args...)...)), &got); err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, r := range got {
-			ids = append(ids, r["id"].(string))
-		}
-		if !slices.Equal(ids, f.want) {
+		if ids := c.listed(f.args...); !slices.Equal(ids, f.want) {
 			t.Errorf("run list %v: %v, want %v", f.args, ids, f.want)
 		}
 	}

@@ -575,6 +575,9 @@ type Info struct {
 	// Overlap is "skip" for a schedule that starts no run while its
 	// latest is going; left out, it overlaps them.
 	Overlap string `json:"overlap,omitempty"`
+	// Labels are the templates of the labels its runs bear, besides
+	// flrh.schedule; left out when none.
+	Labels map[string]string `json:"labels,omitempty"`
 	// Paused, when set, says who paused the schedule, why, since when
 	// and until when: its times due start nothing until it is resumed or
 	// its end comes. A pause set ahead is shown too, with its start.
@@ -624,7 +627,7 @@ func (s *Scheduler) List(ctx context.Context) ([]Info, error) {
 
 func (e *entry) info(now time.Time, paused map[string]store.PausedSchedule) Info {
 	in := Info{Name: e.spec.Name, Cron: e.spec.Cron, TimeZone: e.loc.String(), Workflow: e.spec.Workflow, Version: e.spec.Version,
-		Next: e.cron.Next(now.In(e.loc)).UTC()}
+		Next: e.cron.Next(now.In(e.loc)).UTC(), Labels: e.spec.Labels}
 	if e.skip {
 		in.Overlap = OverlapSkip
 	}

@@ -528,7 +528,8 @@ func TestSchedulePauseAndResume(t *testing.T) {
 		t.Fatalf("paused again: %+v, %v", again.Paused, err)
 	}
 	list, err := s.List(ctx)
-	if err != nil || len(list) != 1 || list[0].Paused == nil || list[0].Paused.By != "olga" {
+	if err != nil || len(list) != 1 || list[0].Paused == nil || list[0].Paused.By != "olga" ||
+		!maps.Equal(list[0].Labels, map[string]string{"team": "payments", "batch": "{$date}"}) {
 		t.Fatalf("list: %+v, %v", list, err)
 	}
 	if info, err := s.Resume(ctx, "nightly"); err != nil || info.Paused != nil {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,7 +29,9 @@ func TestBrowserParkedDeliveries(t *testing.T) {
 	}
 	specs, err := server.ParseWebhooks([]byte(`{"webhooks": [{"name": "notes", "scheme": "github", "secret_file": "notes.secret",
   "workflow": "refund-agent", "start": false, "run_id": "{/run}",
-  "input": {"type": "refund.requested/1", "payload": {"refund_id": "{/refund}", "amount": 20, "payee": "erin", "reason": "a note"}}}]}`), false)
+  "input": {"type": "refund.requested/1", "payload": {"refund_id": "{/refund}", "amount": 20, "payee": "erin", "reason": "a note"}}},
+ {"name": "orders", "scheme": "github", "secret_file": "notes.secret", "workflow": "refund-agent",
+  "input": {"type": "refund.requested/1", "payload": {"refund_id": "{/refund}", "amount": 20, "payee": "erin", "reason": "an order"}}}]}`), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,14 @@ func TestBrowserParkedDeliveries(t *testing.T) {
 		waitText("#whoami", "finance-lead"),
 		chromedp.WaitVisible(chromedp.CSS(row("gh-1"))), chromedp.WaitVisible(chromedp.CSS(row("gh-2"))),
 		waitText(row("gh-1"), "404"), waitText(row("gh-2"), "422"), waitText(row("gh-2"), "{/refund}"),
-		waitText(`section[data-hook="notes"]`, "github · to refund-agent · feeds runs already started"))
+		waitText(`section[data-hook="notes"]`, "github · to refund-agent · feeds runs already started"),
+		waitText(`section[data-hook="orders"]`, "starts runs · every event · the runs it started"))
+	// A webhook that starts runs links them, by the label each bears; one
+	// that feeds runs started elsewhere links none.
+	links := value(w, "links", chromedp.Evaluate[[]string](`[...document.querySelectorAll('section.hook a.runs-of')].map(a=>a.closest('section').dataset.hook+' '+a.getAttribute('href'))`))
+	if !slices.Equal(links, []string{"orders #/runs?label=flrh.webhook%3Dorders"}) {
+		t.Fatalf("the webhooks' links to their runs: %v", links)
+	}
 	w.checkA11y("webhooks")
 	w.shot("13-webhooks")
 

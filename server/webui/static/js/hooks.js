@@ -58,7 +58,9 @@ function hookSection(hook, parked, reload) {
       gate(h('button', { type: 'button', class: 'danger', 'data-act': 'drop', onclick: () => act(hook.name, d.delivery, 'drop', reload) }, 'Drop'), 'hooks'))));
   return h('section', { class: 'hook', 'data-hook': hook.name, 'aria-labelledby': 'hook-' + hook.name },
     h('h2', { id: 'hook-' + hook.name }, hook.name),
-    h('p', { class: 'muted' }, what.join(' · ')),
+    h('p', { class: 'muted' }, what.join(' · '), hook.start ? [' · ', h('a', {
+      class: 'runs-of', href: '#/runs?' + new URLSearchParams([['label', 'flrh.webhook=' + hook.name]]), title: `the runs ${hook.name} started`,
+    }, 'the runs it started')] : null),
     parked.length ?
       h('table', { class: 'parked' },
         h('caption', { class: 'muted' }, `${parked.length} parked, the most recently refused first (keeps ${hook.keep_refused}).`),

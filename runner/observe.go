@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -158,6 +160,9 @@ func (r *Runner) openTick(ctx context.Context, t *tick) {
 		trace.WithAttributes(telemetry.KeyRunID.String(t.run.ID), telemetry.KeyWorkflow.String(t.run.WorkflowID),
 			telemetry.KeyWorkflowVersion.String(t.run.WorkflowVersion), telemetry.KeyStateFrom.String(t.obs.from),
 			telemetry.KeyLeaseGeneration.Int64(t.lease.Generation)))
+	for _, k := range slices.Sorted(maps.Keys(t.run.Labels)) {
+		t.obs.span.SetAttributes(attribute.String(telemetry.KeyLabelPrefix+k, t.run.Labels[k]))
+	}
 	if l := t.obs.load; l != nil {
 		_, sp := r.obs.tracer.Start(t.obs.ctx, "flrh.load", trace.WithTimestamp(l.start),
 			trace.WithAttributes(attribute.Bool("flrh.load.fresh", l.fresh)))

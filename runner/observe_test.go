@@ -135,7 +135,8 @@ func (o *observed) runBoth() {
 	if err := o.r.Start(o.ctx, "small", o.wf.ID(), o.wf.Version(), refundInput("r-1", 40)); err != nil {
 		o.t.Fatal(err)
 	}
-	if err := o.r.Start(o.ctx, "large", o.wf.ID(), o.wf.Version(), refundInput("r-2", 900)); err != nil {
+	if err := o.r.StartRun(o.ctx, runner.StartRequest{RunID: "large", WorkflowID: o.wf.ID(), Version: o.wf.Version(), Input: refundInput("r-2", 900),
+		By: runner.Itself, Labels: map[string]string{"order": "A-2", "team": "payments"}}); err != nil {
 		o.t.Fatal(err)
 	}
 	o.idle()
@@ -366,6 +367,11 @@ func TestSpansFormTheTickTree(t *testing.T) {
 		}
 		if attr(s, telemetry.KeyWorkflow).AsString() != o.wf.ID() || attr(s, telemetry.KeyOutcome).AsString() != "committed" {
 			t.Fatalf("tick span attributes %v", s.Attributes())
+		}
+		// A labelled run's ticks bear its labels; another's none.
+		order, team := attr(s, telemetry.KeyLabelPrefix+"order").AsString(), attr(s, telemetry.KeyLabelPrefix+"team").AsString()
+		if want := map[string][2]string{"large": {"A-2", "payments"}}[runID]; [2]string{order, team} != want {
+			t.Fatalf("tick of %s bears labels %q %q, want %q", runID, order, team, want)
 		}
 		commits := 0
 		for _, c := range tree.children(s) {

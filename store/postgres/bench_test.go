@@ -135,3 +135,11 @@ func BenchmarkDriver(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMatchRuns is storetest.BenchMatchRuns on PostgreSQL.
+func BenchmarkMatchRuns(b *testing.B) {
+	s, err := Open(ctx, dsn(b), Options{Schema: freshSchema(b)})
+	must(b, err)
+	defer s.Close()
+	storetest.BenchMatchRuns(b, s)
+}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -338,7 +337,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, p Principal) e
 func labelsErr(err error) error {
 	field := "/labels"
 	if le, ok := err.(*label.Error); ok && le.Key != "" {
-		field += "/" + strings.ReplaceAll(strings.ReplaceAll(le.Key, "~", "~0"), "/", "~1")
+		field += "/" + cjson.EscapePointer(le.Key)
 	}
 	return apiErr(http.StatusUnprocessableEntity, TypeInvalid, field, "%v", err)
 }

@@ -18,6 +18,14 @@ type rates struct {
 	l  ratelimit.Limiter
 }
 
+// take spends one of key's requests under lim now, or says how long
+// until one would be allowed: Limiter.Take under the lock.
+func (r *rates) take(key string, lim ratelimit.Limit) (bool, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.l.Take(key, lim, time.Now())
+}
+
 // rateOf is the rate p is held to: its own, or the server's.
 func (s *Server) rateOf(p Principal) ratelimit.Limit {
 	if p.Rate != nil {
@@ -34,9 +42,7 @@ func (s *Server) admit(p Principal) *Error {
 	if lim == (ratelimit.Limit{}) {
 		return nil
 	}
-	s.rates.mu.Lock()
-	ok, wait := s.rates.l.Take(p.Actor, lim, time.Now())
-	s.rates.mu.Unlock()
+	ok, wait := s.rates.take(p.Actor, lim)
 	if ok {
 		return nil
 	}

@@ -354,9 +354,7 @@ func (s *Server) admitDelivery(h *inboundHook) error {
 	if h.rate == (ratelimit.Limit{}) {
 		return nil
 	}
-	s.hookRates.mu.Lock()
-	ok, wait := s.hookRates.l.Take(h.spec.Name, h.rate, time.Now())
-	s.hookRates.mu.Unlock()
+	ok, wait := s.hookRates.take(h.spec.Name, h.rate)
 	if ok {
 		return nil
 	}

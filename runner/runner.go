@@ -348,13 +348,12 @@ func (r *Runner) StartRun(ctx context.Context, req StartRequest) error {
 	return r.startPrepared(ctx, n)
 }
 
-// CheckStart reports what StartWithUsage would refuse of a run started
-// with input by by, writing nothing: an id that is no id, a workflow not
-// loaded, an input the workflow refuses (InputRefusedError) or cannot
-// send. A schedule checks the input it would start runs with before the
-// first is due.
-func (r *Runner) CheckStart(runID, workflowID, version string, input []byte, by Actor) error {
-	_, err := r.prepareStart(StartRequest{RunID: runID, WorkflowID: workflowID, Version: version, Input: input, By: by})
+// CheckStart reports what StartRun would refuse of req, writing nothing:
+// an id that is no id, labels the rules refuse, a workflow not loaded, an
+// input the workflow refuses (InputRefusedError) or cannot send. A
+// schedule checks the run it would start before the first is due.
+func (r *Runner) CheckStart(req StartRequest) error {
+	_, err := r.prepareStart(req)
 	return err
 }
 

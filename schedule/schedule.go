@@ -245,7 +245,7 @@ type Starter interface {
 // made or replaced, so that a schedule whose runs would be refused is
 // refused at once rather than when it comes due.
 type Checker interface {
-	CheckStart(runID, workflowID, version string, input []byte, by runner.Actor) error
+	CheckStart(req runner.StartRequest) error
 }
 
 // Config assembles a Scheduler.
@@ -334,7 +334,8 @@ func (s *Scheduler) compileAll(specs []Spec) ([]*entry, error) {
 			if due := e.cron.Next(s.cfg.Clock().In(e.loc)); !due.IsZero() {
 				run, err := e.render(due)
 				if err == nil {
-					err = c.CheckStart(run.RunID, wf.ID(), wf.Version(), run.Input, run.By)
+					run.WorkflowID, run.Version = wf.ID(), wf.Version()
+					err = c.CheckStart(run)
 				}
 				if err != nil {
 					return nil, fmt.Errorf("schedule %s: its run of %s would be refused: %w", spec.Name, due.UTC().Format(time.RFC3339), err)
